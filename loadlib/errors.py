@@ -1,0 +1,48 @@
+"""One exception tree and the error classes of DESIGN.md section 3.
+
+`LoadlibError` is for problems the user can fix (bad configuration, bad data, unsupported API): the CLI prints its
+message as one line and exits non-zero. Error *classes* are the outcome labels of a request attempt.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class LoadlibError(Exception):
+    """Base of every error loadlib raises on purpose. Its message is one line a user can act on."""
+
+
+class ConfigError(LoadlibError):
+    """Invalid configuration: endpoint, provider, base URL, API key variable, price table, CLI flag."""
+
+
+class UnsupportedAPIError(LoadlibError):
+    """The response stream belongs to an API the adapters do not speak (Responses, Gemini native, TGI, NDJSON)."""
+
+
+class MalformedEventError(LoadlibError):
+    """An SSE event whose data is not the JSON the provider's protocol promises."""
+
+
+class ErrorClass(StrEnum):
+    """Outcome of one request attempt (DESIGN.md section 3). `OK` is the only success."""
+
+    OK = "ok"
+    HTTP_4XX = "http_4xx"
+    RATE_LIMITED = "rate_limited"
+    HTTP_5XX = "http_5xx"
+    CONNECT_ERROR = "connect_error"
+    TIMEOUT_CONNECT = "timeout_connect"
+    TIMEOUT_TTFT = "timeout_ttft"
+    TIMEOUT_IDLE = "timeout_idle"
+    TIMEOUT_TOTAL = "timeout_total"
+    STREAM_BROKEN = "stream_broken"
+    MALFORMED_EVENT = "malformed_event"
+    PROVIDER_ERROR = "provider_error"
+    CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
+    TRUNCATED = "truncated"
+    EMPTY_RESPONSE = "empty_response"
+    SCHEMA_INVALID = "schema_invalid"
+    NONDETERMINISTIC = "nondeterministic"
+    UNSUPPORTED_API = "unsupported_api"

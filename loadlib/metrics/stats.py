@@ -1,0 +1,300 @@
+"""LLM statistics per (scenario, endpoint): counts, errors by class, mergeable histograms, token and cost sums.
+
+This is loadlib's own statistics collection (DESIGN.md section 4): it sits beside Locust's request table rather than
+firing fake requests into it. Each worker `serialize()`s it into its report (and `reset()`s, like Locust's stats),
+the master `merge_serialized()`s every report, so percentiles are those of all samples.
+
+What counts where:
+- Distributions (every histogram: TTFB, first event, TTFT, TTFO, E2E, TPOT, ITL, decode speed, prompt and completion
+  token counts) take successful attempts only. A failed attempt's timings describe the failure (a 429 answers in
+  2 ms, a timeout takes exactly the limit), so mixing them in would make latency look better or worse than service
+  was; failures are counted by class instead. TTFB follows the same rule, so all timing rows describe one population.
+- Counters and sums (requests, token totals, cost) take every attempt: a truncated or schema-invalid answer was still
+  generated and billed. Token sums use the server's usage and fall back to our estimate per request. `priced` counts
+  attempts with a cost; `unpriced` those with output tokens but no cost (the model is missing from the price table).
+- Token-estimate deviation takes every attempt that has both usage and an estimate: (estimate - usage) / usage.
+- Open-loop latency from the intended send time (E2E or TTFT plus schedule lag) takes successful attempts with an
+  intended send time; schedule lag itself takes every such attempt, since it is the client's lateness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from loadlib.errors import ErrorClass
+from loadlib.metrics.histogram import Histogram, record_many_into
+from loadlib.record import RequestRecord
+
+HISTOGRAMS = (
+    "ttfb_ms",
+    "first_event_ms",
+    "ttft_ms",
+    "ttfo_ms",
+    "e2e_ms",
+    "tpot_ms",
+    "itl_ms",
+    "decode_tps",
+    "prompt_tokens",
+    "completion_tokens",
+    "prompt_dev_pct",
+    "completion_dev_pct",
+    "schedule_lag_ms",
+    "e2e_from_intended_ms",
+    "ttft_from_intended_ms",
+)
+COUNTERS = (
+    "requests",
+    "ok",
+    "prompt_tokens_total",
+    "completion_tokens_total",
+    "cached_prompt_tokens_total",
+    "priced",
+    "unpriced",
+    "prompt_dev_over_10pct",
+    "completion_dev_over_10pct",
+)
+DEVIATION_LIMIT_PCT = 10.0
+TOTAL_KEY = ("", "")
+_FORMAT = 1
+
+
+class LLMStatsEntry:
+    """Statistics of one (scenario, endpoint) key, or of all keys (the total entry)."""
+
+    __slots__ = (
+        "cached_prompt_tokens_total",
+        "completion_dev_over_10pct",
+        "completion_dev_pct",
+        "completion_tokens",
+        "completion_tokens_total",
+        "cost_usd",
+        "decode_tps",
+        "e2e_from_intended_ms",
+        "e2e_ms",
+        "endpoint",
+        "errors",
+        "first_event_ms",
+        "first_start_unix_ns",
+        "itl_ms",
+        "last_end_unix_ns",
+        "ok",
+        "priced",
+        "prompt_dev_over_10pct",
+        "prompt_dev_pct",
+        "prompt_tokens",
+        "prompt_tokens_total",
+        "requests",
+        "scenario",
+        "schedule_lag_ms",
+        "tpot_ms",
+        "ttfb_ms",
+        "ttfo_ms",
+        "ttft_from_intended_ms",
+        "ttft_ms",
+        "unpriced",
+    )
+
+    def __init__(self, scenario: str, endpoint: str) -> None:
+        self.scenario = scenario
+        self.endpoint = endpoint
+        self.reset()
+
+    def reset(self) -> None:
+        for name in COUNTERS:
+            setattr(self, name, 0)
+        for name in HISTOGRAMS:
+            setattr(self, name, Histogram())
+        self.errors: dict[str, int] = {}
+        self.cost_usd = 0.0
+        self.first_start_unix_ns: int | None = None
+        self.last_end_unix_ns: int | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.scenario, self.endpoint)
+
+    @property
+    def failed(self) -> int:
+        return self.requests - self.ok
+
+    def histograms(self) -> Iterator[tuple[str, Histogram]]:
+        for name in HISTOGRAMS:
+            yield name, getattr(self, name)
+
+    def add(self, r: RequestRecord) -> None:
+        """Account one attempt. Cheap per request; only the ITL list costs per token."""
+        add_record((self,), r)
+
+    def merge(self, other: LLMStatsEntry) -> None:
+        for name in COUNTERS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in HISTOGRAMS:
+            getattr(self, name).merge(getattr(other, name))
+        errors = self.errors
+        for cls, n in other.errors.items():
+            errors[cls] = errors.get(cls, 0) + n
+        self.cost_usd += other.cost_usd
+        self.first_start_unix_ns = _min_opt(self.first_start_unix_ns, other.first_start_unix_ns)
+        self.last_end_unix_ns = _max_opt(self.last_end_unix_ns, other.last_end_unix_ns)
+
+    def to_dict(self) -> dict[str, Any]:
+        """msgpack-safe: str keys, ints, floats, None, lists and nested dicts only."""
+        d: dict[str, Any] = {"scenario": self.scenario, "endpoint": self.endpoint}
+        for name in COUNTERS:
+            d[name] = getattr(self, name)
+        d["errors"] = dict(self.errors)
+        d["cost_usd"] = self.cost_usd
+        d["first_start_unix_ns"] = self.first_start_unix_ns
+        d["last_end_unix_ns"] = self.last_end_unix_ns
+        d["hist"] = {name: getattr(self, name).to_dict() for name in HISTOGRAMS if getattr(self, name).count}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LLMStatsEntry:
+        e = cls(d["scenario"], d["endpoint"])
+        for name in COUNTERS:
+            setattr(e, name, int(d.get(name, 0)))
+        e.errors = {str(k): int(v) for k, v in d.get("errors", {}).items()}
+        e.cost_usd = float(d.get("cost_usd", 0.0))
+        e.first_start_unix_ns = d.get("first_start_unix_ns")
+        e.last_end_unix_ns = d.get("last_end_unix_ns")
+        for name, hd in d.get("hist", {}).items():
+            if name in HISTOGRAMS:
+                setattr(e, name, Histogram.from_dict(hd))
+        return e
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LLMStatsEntry) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"LLMStatsEntry({self.scenario!r}, {self.endpoint!r}, requests={self.requests}, ok={self.ok})"
+
+
+class LLMStats:
+    """All keys plus a total merged at add time. One per worker (and one on the master, fed by merge_serialized)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, str], LLMStatsEntry] = {}
+        self.total = LLMStatsEntry(*TOTAL_KEY)
+
+    def entry(self, scenario: str, endpoint: str) -> LLMStatsEntry:
+        key = (scenario, endpoint)
+        e = self.entries.get(key)
+        if e is None:
+            e = self.entries[key] = LLMStatsEntry(scenario, endpoint)
+        return e
+
+    def add(self, record: RequestRecord) -> None:
+        add_record((self.entry(record.scenario, record.endpoint), self.total), record)
+
+    def serialize(self) -> dict[str, Any]:
+        """The worker's report payload (msgpack-safe). Does not reset: the caller resets after shipping."""
+        return {
+            "v": _FORMAT,
+            "entries": [e.to_dict() for e in self.entries.values()],
+            "total": self.total.to_dict(),
+        }
+
+    def merge_serialized(self, data: dict[str, Any]) -> None:
+        """Master side: add one worker's report."""
+        if data.get("v") != _FORMAT:
+            raise ValueError(f"unsupported LLM stats format {data.get('v')!r} (expected {_FORMAT})")
+        for d in data["entries"]:
+            self.entry(d["scenario"], d["endpoint"]).merge(LLMStatsEntry.from_dict(d))
+        self.total.merge(LLMStatsEntry.from_dict(data["total"]))
+
+    def reset(self) -> None:
+        self.entries.clear()
+        self.total.reset()
+
+
+def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord) -> None:
+    """Account one attempt in several entries (its key and the total), deriving each value once."""
+    ok = r.status is ErrorClass.OK
+    prompt = r.input_tokens
+    completion = r.output_tokens
+    cached = r.cached_prompt_tokens
+    cost = r.cost_usd
+    start = r.start_unix_ns or None  # 0 means unknown
+    end = None if start is None else start + (int(r.e2e_ms * 1e6) if r.e2e_ms is not None else 0)
+    prompt_dev = _deviation_pct(r.prompt_tokens, r.prompt_tokens_est)
+    completion_dev = _deviation_pct(r.completion_tokens, r.completion_tokens_est)
+    lag = r.schedule_lag_ms if r.intended_send_ms is not None else None
+    timings: list[tuple[str, float]] = []
+    if ok:
+        for name in ("ttfb_ms", "first_event_ms", "ttft_ms", "ttfo_ms", "e2e_ms", "tpot_ms"):
+            v = getattr(r, name)
+            if v is not None:
+                timings.append((name, v))
+        decode = r.decode_tokens_per_s
+        if decode is not None:
+            timings.append(("decode_tps", decode))
+        if prompt is not None:
+            timings.append(("prompt_tokens", float(prompt)))
+        if completion is not None:
+            timings.append(("completion_tokens", float(completion)))
+        if lag is not None:
+            if r.e2e_ms is not None:
+                timings.append(("e2e_from_intended_ms", r.e2e_ms + lag))
+            if r.ttft_ms is not None:
+                timings.append(("ttft_from_intended_ms", r.ttft_ms + lag))
+    if lag is not None:
+        timings.append(("schedule_lag_ms", lag))
+    if prompt_dev is not None:
+        timings.append(("prompt_dev_pct", abs(prompt_dev)))
+    if completion_dev is not None:
+        timings.append(("completion_dev_pct", abs(completion_dev)))
+
+    for e in entries:
+        e.requests += 1
+        if ok:
+            e.ok += 1
+        else:
+            cls = r.status.value
+            e.errors[cls] = e.errors.get(cls, 0) + 1
+        for name, v in timings:
+            getattr(e, name).record(v)
+        if prompt is not None:
+            e.prompt_tokens_total += prompt
+        if completion is not None:
+            e.completion_tokens_total += completion
+        if cached is not None:
+            e.cached_prompt_tokens_total += cached
+        if cost is not None:
+            e.cost_usd += cost
+            e.priced += 1
+        elif completion is not None:
+            e.unpriced += 1
+        if prompt_dev is not None and abs(prompt_dev) > DEVIATION_LIMIT_PCT:
+            e.prompt_dev_over_10pct += 1
+        if completion_dev is not None and abs(completion_dev) > DEVIATION_LIMIT_PCT:
+            e.completion_dev_over_10pct += 1
+        if start is not None and end is not None:
+            if e.first_start_unix_ns is None or start < e.first_start_unix_ns:
+                e.first_start_unix_ns = start
+            if e.last_end_unix_ns is None or end > e.last_end_unix_ns:
+                e.last_end_unix_ns = end
+    if ok and r.itl_ms:
+        record_many_into([e.itl_ms for e in entries], r.itl_ms)
+
+
+def _deviation_pct(usage: int | None, estimate: int | None) -> float | None:
+    """(estimate - usage) / usage in %, when the server reported a non-zero usage and we have an estimate."""
+    if usage is None or estimate is None or usage <= 0:
+        return None
+    return (estimate - usage) * 100.0 / usage
+
+
+def _min_opt(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
+
+
+def _max_opt(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    return a if b is None else max(a, b)

@@ -1,0 +1,233 @@
+"""End-of-run summary (DESIGN.md section 4): a JSON-able dict for machines and a fixed-width table for terminals.
+
+`build_summary` turns merged `LLMStats` into plain numbers; `render_table` only reads that dict (so it also renders a
+summary loaded back from JSON) and prints "-" for anything missing. Latencies are milliseconds rounded to 3 decimals
+(the histograms are exact to 0.1 %), throughputs are per second of `duration_s`, costs are USD.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from loadlib.metrics.histogram import Histogram
+from loadlib.metrics.saturation import Verdict
+from loadlib.metrics.stats import LLMStats, LLMStatsEntry
+
+TOTAL_NAME = "Aggregated"
+_MAIN_LATENCIES = (("ttft", "ttft_ms"), ("ttfo", "ttfo_ms"), ("e2e", "e2e_ms"), ("tpot", "tpot_ms"), ("itl", "itl_ms"))
+_SIDE_LATENCIES = (("first_event", "first_event_ms"), ("ttfb", "ttfb_ms"))
+
+
+def build_summary(
+    stats: LLMStats, duration_s: float, saturation: Verdict | None, meta: dict[str, Any]
+) -> dict[str, Any]:
+    """One row per (scenario, endpoint), sorted, plus the total row and the client-saturation verdict.
+
+    Top level: meta, duration_s, rows, total, client_saturated (None: not checked), client (Verdict.to_dict or None).
+    A row: name, scenario, endpoint, count, ok, errors_total, error_rate, errors {class: n}, latency_ms {ttft, ttfo,
+    e2e, tpot, itl: count/mean/p50/p95/p99/max; first_event, ttfb: count/mean/p50/p95}, requests_per_s, ok_per_s,
+    output_tokens_per_s (completion tokens of every attempt / duration_s), decode_tokens_per_s {p10, p50, p90},
+    prompt/completion/cached_prompt token totals, cost_usd (None when nothing was priced), cost_per_1k_requests
+    (priced cost per 1,000 attempts), unpriced_requests, token_estimate {prompt, completion}, open_loop (None for
+    closed-loop runs), first_start_unix_ns, last_end_unix_ns.
+    """
+    rows = [_row(stats.entries[key], duration_s) for key in sorted(stats.entries)]
+    total = _row(stats.total, duration_s, name=TOTAL_NAME)
+    return {
+        "meta": dict(meta),
+        "duration_s": duration_s,
+        "rows": rows,
+        "total": total,
+        "client_saturated": saturation.saturated if saturation is not None else None,
+        "client": saturation.to_dict() if saturation is not None else None,
+    }
+
+
+def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> dict[str, Any]:
+    per_s = 1.0 / duration_s if duration_s > 0 else None
+    latency: dict[str, Any] = {}
+    for key, attr in _MAIN_LATENCIES:
+        latency[key] = _dist(getattr(e, attr), (50, 95, 99), with_max=True)
+    for key, attr in _SIDE_LATENCIES:
+        latency[key] = _dist(getattr(e, attr), (50, 95))
+    cost = e.cost_usd if e.priced else None
+    return {
+        "name": name or f"{e.scenario} @ {e.endpoint}",
+        "scenario": e.scenario,
+        "endpoint": e.endpoint,
+        "count": e.requests,
+        "ok": e.ok,
+        "errors_total": e.failed,
+        "error_rate": _r(e.failed / e.requests, 6) if e.requests else None,
+        "errors": dict(sorted(e.errors.items())),
+        "latency_ms": latency,
+        "requests_per_s": _r(e.requests * per_s) if per_s is not None else None,
+        "ok_per_s": _r(e.ok * per_s) if per_s is not None else None,
+        "output_tokens_per_s": _r(e.completion_tokens_total * per_s) if per_s is not None else None,
+        "decode_tokens_per_s": _dist(e.decode_tps, (10, 50, 90)),
+        "prompt_tokens": e.prompt_tokens_total,
+        "completion_tokens": e.completion_tokens_total,
+        "cached_prompt_tokens": e.cached_prompt_tokens_total,
+        "cost_usd": cost,
+        "cost_per_1k_requests": cost / e.requests * 1000.0 if cost is not None and e.requests else None,
+        "unpriced_requests": e.unpriced,
+        "token_estimate": {
+            "prompt": _deviation(e.prompt_dev_pct, e.prompt_dev_over_10pct),
+            "completion": _deviation(e.completion_dev_pct, e.completion_dev_over_10pct),
+        },
+        "open_loop": _open_loop(e),
+        "first_start_unix_ns": e.first_start_unix_ns,
+        "last_end_unix_ns": e.last_end_unix_ns,
+    }
+
+
+def _dist(h: Histogram, ps: Sequence[int], with_max: bool = False) -> dict[str, Any]:
+    d: dict[str, Any] = {"count": h.count, "mean": _r(h.mean)}
+    for p, v in zip(ps, h.percentiles(ps), strict=True):
+        d[f"p{p}"] = _r(v)
+    if with_max:
+        d["max"] = _r(h.max) if h.count else None
+    return d
+
+
+def _deviation(h: Histogram, over: int) -> dict[str, Any]:
+    """Our token estimate against the server's usage: |estimate - usage| / usage in %, per request."""
+    p50, p95 = h.percentiles((50, 95))
+    return {
+        "count": h.count,
+        "abs_pct_p50": _r(p50),
+        "abs_pct_p95": _r(p95),
+        "abs_pct_max": _r(h.max) if h.count else None,
+        "over_10pct": over,
+    }
+
+
+def _open_loop(e: LLMStatsEntry) -> dict[str, Any] | None:
+    if not e.schedule_lag_ms.count:
+        return None
+    return {
+        "schedule_lag_ms": _dist(e.schedule_lag_ms, (50, 99), with_max=True),
+        "e2e_from_intended_ms": _dist(e.e2e_from_intended_ms, (50, 95, 99)),
+        "ttft_from_intended_ms": _dist(e.ttft_from_intended_ms, (50, 95, 99)),
+    }
+
+
+def _r(v: float | None, digits: int = 3) -> float | None:
+    return None if v is None else round(v, digits)
+
+
+_COLUMNS = (
+    ("name", "<"),
+    ("reqs", ">"),
+    ("errs", ">"),
+    ("TTFT p50", ">"),
+    ("p95", ">"),
+    ("p99", ">"),
+    ("E2E p50", ">"),
+    ("p95", ">"),
+    ("p99", ">"),
+    ("TPOT p50", ">"),
+    ("tok/s", ">"),
+    ("cost $", ">"),
+)
+
+
+def render_table(summary: dict[str, Any]) -> str:
+    """Fixed-width text: one line per scenario/endpoint and the total, then error, cost, open-loop and client lines."""
+    rows = [r for r in summary.get("rows") or [] if r]
+    total = summary.get("total")
+    cells = [_cells(r) for r in rows]
+    total_cells = _cells(total) if total else None
+    header = [c for c, _ in _COLUMNS]
+    widths = [
+        max(len(x[i]) for x in [header, *cells, *([total_cells] if total_cells else [])]) for i in range(len(header))
+    ]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(f"{v:{a}{w}}" for v, (_, a), w in zip(values, _COLUMNS, widths, strict=True)).rstrip()
+
+    meta = summary.get("meta") or {}
+    title = "LLM summary"
+    if meta.get("run_id"):
+        title += f" of run {meta['run_id']}"
+    if summary.get("duration_s") is not None:
+        title += f" ({_num(summary['duration_s'])} s)"
+    out = [title + "; latencies in ms", line(header)]
+    out += [line(c) for c in cells]
+    if total_cells:
+        out.append("-" * len(line(header)))
+        out.append(line(total_cells))
+    for r in rows:
+        errors = r.get("errors") or {}
+        if errors:
+            listed = ", ".join(f"{k} {v}" for k, v in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))
+            out.append(f"errors by class, {r.get('name', '-')}: {listed}")
+    unpriced = (total or {}).get("unpriced_requests")
+    if unpriced:
+        out.append(
+            f"cost excludes {unpriced} request{'s' if unpriced != 1 else ''} of models missing from the price table"
+        )
+    for r in rows:
+        ol = r.get("open_loop")
+        if ol:
+            lag = ol.get("schedule_lag_ms") or {}
+            e2e = ol.get("e2e_from_intended_ms") or {}
+            lag_text = f"schedule lag p50 {_num(lag.get('p50'))} p99 {_num(lag.get('p99'))} ms"
+            e2e_text = "/".join(_num(e2e.get(q)) for q in ("p50", "p95", "p99"))
+            out.append(f"open loop, {r.get('name', '-')}: {lag_text}; E2E from intended send p50/p95/p99 {e2e_text} ms")
+    out.append(_client_line(summary.get("client")))
+    return "\n".join(out)
+
+
+def _cells(r: dict[str, Any]) -> list[str]:
+    lat = r.get("latency_ms") or {}
+
+    def p(metric: str, q: str) -> str:
+        return _num((lat.get(metric) or {}).get(q))
+
+    return [
+        str(r.get("name") or "-"),
+        _int(r.get("count")),
+        _int(r.get("errors_total")),
+        p("ttft", "p50"),
+        p("ttft", "p95"),
+        p("ttft", "p99"),
+        p("e2e", "p50"),
+        p("e2e", "p95"),
+        p("e2e", "p99"),
+        p("tpot", "p50"),
+        _num(r.get("output_tokens_per_s")),
+        _cost(r.get("cost_usd")),
+    ]
+
+
+def _client_line(client: dict[str, Any] | None) -> str:
+    if not client:
+        return "client: not checked (no loop-lag samples)"
+    if client.get("saturated"):
+        return "CLIENT SATURATED: " + "; ".join(client.get("reasons") or ["thresholds crossed"])
+    lag = _num(client.get("loop_lag_p99_ms"))
+    return f"client OK: loop lag p99 {lag} ms, CPU p90 {_num(client.get('cpu_p90_percent'))} %"
+
+
+def _num(v: float | None) -> str:
+    """1 decimal below 100 (a tenth of a millisecond is still signal there), whole numbers above."""
+    if v is None:
+        return "-"
+    return f"{v:.1f}" if abs(v) < 100 else f"{v:.0f}"
+
+
+def _int(v: int | None) -> str:
+    return "-" if v is None else str(v)
+
+
+def _cost(v: float | None) -> str:
+    """Cents for dollars, four decimals for cents, two significant digits below that."""
+    if v is None:
+        return "-"
+    if v == 0 or abs(v) >= 1:
+        return f"{v:.2f}"
+    if abs(v) >= 1e-4:
+        return f"{v:.4f}"
+    return f"{v:.2g}"

@@ -1,0 +1,305 @@
+"""Anthropic Messages adapter: POST {base}/v1/messages and its named-event stream.
+
+The stream is message_start (id, model, provisional usage) -> content blocks (text, thinking, tool_use) ->
+message_delta (stop_reason, cumulative usage: final values win) -> message_stop. `ping` and unknown event types are
+tolerated; an `error` event inside the HTTP 200 stream (overloaded_error...) is a provider error. Anthropic's
+input_tokens excludes cache reads and writes, which are reported separately.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from loadlib.errors import MalformedEventError, UnsupportedAPIError
+from loadlib.providers import errors_body
+from loadlib.providers.base import (
+    ERROR,
+    OUTPUT,
+    TERMINAL,
+    VISIBLE,
+    ChatRequest,
+    HttpRequest,
+    ProviderError,
+    StreamResult,
+    ToolCall,
+    Usage,
+)
+from loadlib.providers.openai import int_or_none, join_path, merge_body, merge_headers
+
+ANTHROPIC_VERSION = "2023-06-01"
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+_SHOWN = OUTPUT | VISIBLE
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+_TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use"})
+
+
+class _Tool:
+    __slots__ = ("args", "id", "name")
+
+    def __init__(self, tid: str | None, name: str | None) -> None:
+        self.id = tid
+        self.name = name
+        self.args: list[str] = []
+
+
+def _merge_usage(into: dict[str, Any], raw: Any) -> None:
+    """Later non-null counts replace earlier ones (message_delta's usage is cumulative)."""
+    if isinstance(raw, dict):
+        for key in _USAGE_KEYS:
+            value = raw.get(key)
+            if value is not None:
+                into[key] = value
+
+
+def anthropic_usage(raw: dict[str, Any]) -> Usage:
+    return Usage(
+        prompt_tokens=int_or_none(raw.get("input_tokens")),
+        completion_tokens=int_or_none(raw.get("output_tokens")),
+        cached_prompt_tokens=int_or_none(raw.get("cache_read_input_tokens")),
+        cache_creation_tokens=int_or_none(raw.get("cache_creation_input_tokens")),
+    )
+
+
+class AnthropicParser:
+    """One streamed Messages response. `feed` only appends fragments; `result` joins them."""
+
+    __slots__ = (
+        "_error",
+        "_finish",
+        "_id",
+        "_model",
+        "_outputs",
+        "_reasoning",
+        "_started",
+        "_terminal",
+        "_text",
+        "_tools",
+        "_usage",
+    )
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._tools: dict[int, _Tool] = {}
+        self._usage: dict[str, Any] = {}
+        self._finish: str | None = None
+        self._error: ProviderError | None = None
+        self._id: str | None = None
+        self._model: str | None = None
+        self._outputs = 0
+        self._started = False
+        self._terminal = False
+
+    def feed(self, event: bytes, data: bytes) -> int:
+        try:
+            obj = _loads(data)
+        except _JSONDecodeError:
+            if data == b"[DONE]" and self._started:
+                return 0  # a proxy's OpenAI-style sentinel after a Messages stream: nothing to read
+            if event == b"error":
+                return self._record_error(data.decode("utf-8", "replace"))
+            raise MalformedEventError(f"messages event is not JSON ({len(data)} bytes)") from None
+        if type(obj) is not dict:
+            raise MalformedEventError("messages event is not a JSON object")
+        etype = obj.get("type") or event.decode("ascii", "replace")
+        try:
+            if etype == "content_block_delta":
+                return self._delta(obj)
+            if etype == "message_start":
+                return self._message_start(obj)
+            if etype == "content_block_start":
+                return self._block_start(obj)
+            if etype == "message_delta":
+                delta = obj.get("delta") or {}
+                if delta.get("stop_reason"):
+                    self._finish = delta["stop_reason"]
+                _merge_usage(self._usage, obj.get("usage"))
+                return 0
+            if etype == "message_stop":
+                self._terminal = True
+                return TERMINAL
+            if etype == "error":
+                return self._record_error(obj)
+        except (AttributeError, TypeError, KeyError) as exc:
+            raise MalformedEventError(f"messages event {etype!r} of an unexpected shape ({exc})") from None
+        if etype in ("content_block_stop", "ping"):
+            return 0
+        foreign = errors_body.foreign_api(obj)
+        if foreign:
+            raise UnsupportedAPIError(foreign)
+        if not etype:
+            raise MalformedEventError("messages event without a type")
+        return 0  # unknown event types are tolerated, as Anthropic asks of clients
+
+    def _delta(self, obj: dict[str, Any]) -> int:
+        delta = obj["delta"]
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text")
+            if text:
+                self._text.append(text)
+                self._outputs += 1
+                return _SHOWN
+        elif kind == "input_json_delta":
+            partial = delta.get("partial_json")
+            if partial:
+                index = obj.get("index") or 0
+                tool = self._tools.get(index)
+                if tool is None:
+                    tool = self._tools[index] = _Tool(None, None)
+                tool.args.append(partial)
+                self._outputs += 1
+                return _SHOWN
+        elif kind == "thinking_delta":
+            thinking = delta.get("thinking")
+            if thinking:
+                self._reasoning.append(thinking)
+                self._outputs += 1
+                return OUTPUT
+        return 0  # signature_delta, citations_delta and empty fragments carry no output
+
+    def _message_start(self, obj: dict[str, Any]) -> int:
+        self._started = True
+        message = obj.get("message") or {}
+        if message.get("id"):
+            self._id = str(message["id"])
+        if message.get("model"):
+            self._model = str(message["model"])
+        _merge_usage(self._usage, message.get("usage"))
+        return 0
+
+    def _block_start(self, obj: dict[str, Any]) -> int:
+        block = obj.get("content_block") or {}
+        kind = block.get("type")
+        if kind in _TOOL_BLOCKS:
+            self._tools[obj.get("index") or 0] = _Tool(block.get("id"), block.get("name"))
+        elif kind == "text" and block.get("text"):  # always "" in practice; never drop text if it comes
+            self._text.append(block["text"])
+            self._outputs += 1
+            return _SHOWN
+        elif kind == "thinking" and block.get("thinking"):
+            self._reasoning.append(block["thinking"])
+            self._outputs += 1
+            return OUTPUT
+        return 0
+
+    def _record_error(self, obj: Any) -> int:
+        if self._error is None:
+            self._error = errors_body.stream_error(obj)
+        return ERROR
+
+    def result(self) -> StreamResult:
+        tools = [
+            ToolCall(index=index, id=tool.id, name=tool.name, arguments="".join(tool.args))
+            for index, tool in sorted(self._tools.items())
+        ]
+        text = "".join(self._text)
+        return StreamResult(
+            text_by_choice={0: text} if text else {},
+            reasoning="".join(self._reasoning),
+            tool_calls=tools,
+            usage=anthropic_usage(self._usage) if self._usage else None,
+            finish_reason=self._finish,
+            finish_by_choice={0: self._finish} if self._finish else {},
+            error=self._error,
+            response_id=self._id,
+            model=self._model,
+            output_events=self._outputs,
+            terminal=self._terminal,
+        )
+
+
+def _system_text(content: Any) -> str:
+    """A system message's text, from a string or a list of text parts (OpenAI or Anthropic shape)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type", "text") == "text")
+    return ""
+
+
+class AnthropicAdapter:
+    """Builds POST {base}/v1/messages (the base URL has no /v1, as in the SDK) and reads its stream or body."""
+
+    name = "anthropic"
+
+    def build(self, base_path: str, model: str, api_key: str | None, req: ChatRequest) -> HttpRequest:
+        system: list[str] = []
+        messages: list[dict[str, Any]] = []
+        for message in req.messages:
+            if message.get("role") in ("system", "developer"):
+                system.append(_system_text(message.get("content")))
+            else:
+                messages.append(message)
+        body: dict[str, Any] = {"model": model, "max_tokens": req.max_tokens, "messages": messages}
+        if system:
+            body["system"] = "\n\n".join(system)
+        body["stream"] = req.stream
+        if req.temperature is not None:
+            body["temperature"] = req.temperature
+        if req.json_schema is not None:
+            body["tools"] = [{"name": req.json_schema_name, "input_schema": req.json_schema}]
+            body["tool_choice"] = {"type": "tool", "name": req.json_schema_name}
+        merge_body(body, req.extra_body)
+        headers = {
+            "anthropic-version": ANTHROPIC_VERSION,
+            "content-type": "application/json",
+            "accept": "text/event-stream" if req.stream else "application/json",
+            "accept-encoding": "identity",
+        }
+        if api_key:
+            headers["x-api-key"] = api_key
+        headers = merge_headers(headers, req.extra_headers)
+        base = base_path.strip().rstrip("/")
+        path = join_path(base, "/messages" if base.endswith("/v1") else "/v1/messages")
+        return HttpRequest("POST", path, headers, orjson.dumps(body))
+
+    def new_parser(self) -> AnthropicParser:
+        return AnthropicParser()
+
+    def parse_response(self, body: bytes) -> StreamResult:
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            raise MalformedEventError(f"messages body is not JSON ({len(body)} bytes)") from None
+        if not isinstance(obj, dict):
+            raise MalformedEventError("messages body is not a JSON object")
+        if obj.get("type") == "error":
+            return StreamResult(error=errors_body.stream_error(obj), terminal=True)
+        if obj.get("type") != "message" or not isinstance(obj.get("content"), list):
+            raise UnsupportedAPIError(errors_body.foreign_api(obj) or "response body is not an Anthropic message")
+        text: list[str] = []
+        reasoning: list[str] = []
+        tools: list[ToolCall] = []
+        for index, block in enumerate(obj["content"]):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "text":
+                text.append(block.get("text") or "")
+            elif kind == "thinking":
+                reasoning.append(block.get("thinking") or "")
+            elif kind in _TOOL_BLOCKS:
+                args = orjson.dumps(block.get("input") or {}).decode()
+                tools.append(ToolCall(index=index, id=block.get("id"), name=block.get("name"), arguments=args))
+        usage: dict[str, Any] = {}
+        _merge_usage(usage, obj.get("usage"))
+        joined = "".join(text)
+        stop = obj.get("stop_reason")
+        return StreamResult(
+            text_by_choice={0: joined} if joined else {},
+            reasoning="".join(reasoning),
+            tool_calls=tools,
+            usage=anthropic_usage(usage) if usage else None,
+            finish_reason=stop,
+            finish_by_choice={0: stop} if stop else {},
+            response_id=str(obj["id"]) if obj.get("id") else None,
+            model=str(obj["model"]) if obj.get("model") else None,
+            output_events=1 if (joined or tools or reasoning) else 0,
+            terminal=True,
+        )
+
+    def classify_error(self, status: int, body: bytes) -> ProviderError:
+        """429 rate_limited; 529 overloaded and other 5xx http_5xx; "prompt is too long" context_length_exceeded."""
+        return errors_body.classify(status, body)

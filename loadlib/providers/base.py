@@ -1,0 +1,117 @@
+"""The provider-adapter contract: build one HTTP request, turn the event stream into normalised output.
+
+An adapter is stateless; `new_parser()` gives a per-request `StreamParser`. `StreamParser.feed()` is on the hot
+path (called once per SSE event while other streams are live), so it returns plain int flags and accumulates
+fragments in lists; everything else is computed once in `result()` after the stream ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from loadlib.errors import ErrorClass
+
+# Flags returned by StreamParser.feed() for one event.
+OUTPUT = 1  # carried generated output: non-empty text, reasoning, refusal or tool-call-argument delta (clocks TTFT)
+VISIBLE = 2  # carried visible output: text, refusal or tool-call delta, not reasoning (clocks TTFO)
+TERMINAL = 4  # the protocol's terminal event: `data: [DONE]` or Anthropic `message_stop`
+ERROR = 8  # an in-stream error event inside an HTTP 200 response (provider_error)
+
+
+@dataclass(slots=True)
+class ChatRequest:
+    """What a scenario asks for, provider-neutral. `messages` use OpenAI roles; a `system` message is lifted into
+    Anthropic's top-level `system` field by that adapter."""
+
+    messages: list[dict[str, Any]]
+    max_tokens: int = 256
+    temperature: float | None = None
+    stream: bool = True
+    include_usage: bool = True  # OpenAI stream_options.include_usage
+    json_schema: dict[str, Any] | None = None  # structured output: OpenAI response_format, Anthropic forced tool
+    json_schema_name: str = "findings"
+    extra_body: dict[str, Any] = field(default_factory=dict)  # merged last into the JSON body
+    extra_headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    method: str
+    path: str  # absolute path including the base URL's path prefix, e.g. "/v1/chat/completions"
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass(slots=True)
+class Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_prompt_tokens: int | None = None  # OpenAI prompt_tokens_details.cached_tokens, Anthropic cache_read
+    cache_creation_tokens: int | None = None  # Anthropic cache_creation_input_tokens
+    reasoning_tokens: int | None = None
+
+
+@dataclass(slots=True)
+class ToolCall:
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(slots=True)
+class ProviderError:
+    """An error the provider reported, in a non-2xx body or as an in-stream error event."""
+
+    error_class: ErrorClass
+    message: str
+    type: str | None = None
+    code: str | None = None
+
+
+@dataclass(slots=True)
+class StreamResult:
+    text_by_choice: dict[int, str] = field(default_factory=dict)
+    reasoning: str = ""
+    refusal: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: str | None = None  # of choice 0 (the last non-null one seen)
+    finish_by_choice: dict[int, str] = field(default_factory=dict)
+    error: ProviderError | None = None
+    response_id: str | None = None
+    model: str | None = None
+    output_events: int = 0
+    terminal: bool = False
+
+    @property
+    def text(self) -> str:
+        return self.text_by_choice.get(0, "")
+
+
+class StreamParser(Protocol):
+    def feed(self, event: bytes, data: bytes) -> int:
+        """Consume one dispatched SSE event (`event` is b"" for the default type) and return its flags.
+
+        Raises MalformedEventError when the data is not valid JSON of the protocol, UnsupportedAPIError when the
+        event belongs to another API (Responses, Gemini native, TGI native, Assistants...)."""
+        ...
+
+    def result(self) -> StreamResult: ...
+
+
+class Adapter(Protocol):
+    name: str
+
+    def build(self, base_path: str, model: str, api_key: str | None, req: ChatRequest) -> HttpRequest: ...
+
+    def new_parser(self) -> StreamParser: ...
+
+    def parse_response(self, body: bytes) -> StreamResult:
+        """A non-streaming (`stream: false`) response body."""
+        ...
+
+    def classify_error(self, status: int, body: bytes) -> ProviderError:
+        """A non-2xx response: rate_limited, context_length_exceeded, http_4xx or http_5xx, with a short message."""
+        ...

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install what the tests need (system packages when run as root, Python packages into the active environment)
+# and run the whole suite. Used by README and by CI (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v influxd >/dev/null 2>&1 || need_apt+=(influxdb)
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  else
+    echo "note: ${need_apt[*]} missing and not root: the tests that need them are skipped" >&2
+  fi
+fi
+
+python -m pip install -q -r requirements-dev.txt -e .
+python -m pytest -q "$@"

@@ -1,0 +1,203 @@
+"""End-of-run summary (dict and terminal table) and the client-saturation verdict, on small known inputs."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from loadlib.errors import ErrorClass
+from loadlib.metrics.histogram import RELATIVE_ERROR, Histogram
+from loadlib.metrics.saturation import SaturationThresholds, Verdict, saturation_verdict
+from loadlib.metrics.stats import LLMStats
+from loadlib.metrics.summary import build_summary, render_table
+from loadlib.record import RequestRecord
+
+
+def rec(**kw: Any) -> RequestRecord:
+    base: dict[str, Any] = {
+        "run_id": "demo-1",
+        "scenario": "chat",
+        "endpoint": "mock",
+        "provider": "openai",
+        "model": "mock-llm",
+        "worker_id": "w",
+        "request_id": "q",
+        "start_unix_ns": 1,
+    }
+    base.update(kw)
+    return RequestRecord(**base)
+
+
+def known_stats() -> LLMStats:
+    """chat @ mock: 4 successes (TTFT 100..400 ms, 100 tokens, $0.001 each) and one 429; summarise: 1 open-loop."""
+    s = LLMStats()
+    for ttft in (100.0, 200.0, 300.0, 400.0):
+        s.add(
+            rec(
+                ttft_ms=ttft,
+                ttfo_ms=ttft,
+                first_event_ms=ttft - 10.0,
+                ttfb_ms=ttft - 20.0,
+                e2e_ms=ttft + 900.0,
+                tpot_ms=900.0 / 99,
+                itl_ms=(9.0,) * 99,
+                completion_tokens=100,
+                completion_tokens_est=130,
+                prompt_tokens=50,
+                prompt_tokens_est=50,
+                cost_usd=0.001,
+            )
+        )
+    s.add(rec(status=ErrorClass.RATE_LIMITED, http_status=429, e2e_ms=2.0))
+    s.add(
+        rec(
+            scenario="summarise",
+            ttft_ms=2000.0,
+            e2e_ms=12000.0,
+            completion_tokens=500,
+            prompt_tokens=8000,
+            cost_usd=None,
+            intended_send_ms=5.0,
+            schedule_lag_ms=12.5,
+        )
+    )
+    return s
+
+
+def ok_verdict() -> Verdict:
+    lag = Histogram()
+    lag.record_many([1.0, 2.0, 3.0])
+    return saturation_verdict(lag, [20.0, 40.0, 30.0])
+
+
+GOLDEN = """\
+LLM summary of run demo-1 (10.0 s); latencies in ms
+name              reqs  errs  TTFT p50   p95   p99  E2E p50    p95    p99  TPOT p50  tok/s  cost $
+chat @ mock          5     1       200   400   400     1101   1300   1300       9.1   40.0  0.0040
+summarise @ mock     1     0      2000  2000  2000    12000  12000  12000         -   50.0       -
+--------------------------------------------------------------------------------------------------
+Aggregated           6     1       300  2000  2000     1201  12000  12000       9.1   90.0  0.0040
+errors by class, chat @ mock: rate_limited 1
+cost excludes 1 request of models missing from the price table
+open loop, summarise @ mock: schedule lag p50 12.5 p99 12.5 ms; E2E from intended send p50/p95/p99 12012/12012/12012 ms
+client OK: loop lag p99 3.0 ms, CPU p90 40.0 %"""
+
+
+def test_golden_table() -> None:
+    summary = build_summary(known_stats(), 10.0, ok_verdict(), {"run_id": "demo-1", "users": 4})
+    assert render_table(summary) == GOLDEN
+
+
+def test_summary_structure_and_key_numbers() -> None:
+    summary = build_summary(known_stats(), 10.0, ok_verdict(), {"run_id": "demo-1", "users": 4})
+    assert json.loads(json.dumps(summary)) == summary  # JSON-able as is
+    assert summary["meta"] == {"run_id": "demo-1", "users": 4}
+    assert summary["client_saturated"] is False
+    assert [r["name"] for r in summary["rows"]] == ["chat @ mock", "summarise @ mock"]
+    chat = summary["rows"][0]
+    assert (chat["count"], chat["ok"], chat["errors_total"]) == (5, 4, 1)
+    assert chat["errors"] == {"rate_limited": 1}
+    assert chat["error_rate"] == 0.2
+    ttft = chat["latency_ms"]["ttft"]
+    assert ttft["count"] == 4
+    assert ttft["p50"] == pytest.approx(200.0, rel=RELATIVE_ERROR)
+    assert (ttft["p95"], ttft["p99"], ttft["max"], ttft["mean"]) == (400.0, 400.0, 400.0, 250.0)
+    assert chat["latency_ms"]["first_event"]["p50"] == pytest.approx(190.0, rel=RELATIVE_ERROR)
+    assert chat["latency_ms"]["ttfb"]["p95"] == 380.0
+    assert chat["latency_ms"]["itl"]["count"] == 396
+    assert chat["latency_ms"]["tpot"]["p50"] == pytest.approx(9.091, rel=RELATIVE_ERROR)
+    assert chat["requests_per_s"] == 0.5
+    assert chat["output_tokens_per_s"] == 40.0
+    assert chat["decode_tokens_per_s"]["p50"] == pytest.approx(100 / 0.9, rel=RELATIVE_ERROR)
+    assert (chat["prompt_tokens"], chat["completion_tokens"]) == (200, 400)
+    assert chat["cost_usd"] == pytest.approx(0.004)
+    assert chat["cost_per_1k_requests"] == pytest.approx(0.8)
+    assert chat["token_estimate"]["completion"]["over_10pct"] == 4
+    assert chat["token_estimate"]["completion"]["abs_pct_p50"] == pytest.approx(30.0, rel=RELATIVE_ERROR)
+    assert chat["token_estimate"]["prompt"]["abs_pct_p95"] == 0.0
+    assert chat["open_loop"] is None
+    summarise = summary["rows"][1]
+    assert summarise["cost_usd"] is None
+    assert summarise["unpriced_requests"] == 1
+    assert summarise["open_loop"]["schedule_lag_ms"]["p99"] == 12.5
+    assert summarise["open_loop"]["e2e_from_intended_ms"]["p50"] == 12012.5
+    total = summary["total"]
+    assert total["name"] == "Aggregated"
+    assert (total["count"], total["completion_tokens"], total["output_tokens_per_s"]) == (6, 900, 90.0)
+
+
+def test_empty_stats_render_dashes() -> None:
+    summary = build_summary(LLMStats(), 0.0, None, {})
+    text = render_table(summary)
+    assert summary["rows"] == []
+    assert summary["total"]["requests_per_s"] is None
+    assert summary["client_saturated"] is None
+    lines = text.splitlines()
+    assert lines[-1] == "client: not checked (no loop-lag samples)"
+    assert cells(lines[-2]) == ["Aggregated", "0", "0", "-", "-", "-", "-", "-", "-", "-", "-", "-"]
+
+
+def test_missing_and_none_fields_render_without_crashing() -> None:
+    assert render_table({}).splitlines()[-1] == "client: not checked (no loop-lag samples)"
+    row = {"name": "x @ y", "count": None, "latency_ms": {"ttft": None, "e2e": {"p50": None}}, "errors": None}
+    text = render_table({"rows": [row, None], "total": None, "client": {"saturated": False}})
+    assert cells(text.splitlines()[2]) == ["x @ y"] + ["-"] * 11
+    assert "client OK: loop lag p99 - ms, CPU p90 - %" in text
+
+
+def test_summary_read_back_from_json_renders_the_same() -> None:
+    summary = build_summary(known_stats(), 10.0, ok_verdict(), {"run_id": "demo-1"})
+    assert render_table(json.loads(json.dumps(summary))) == render_table(summary)
+
+
+def cells(line: str) -> list[str]:
+    return re.split(r"\s{2,}", line.strip())
+
+
+def test_number_formats() -> None:
+    s = LLMStats()
+    s.add(rec(ttft_ms=12.345, e2e_ms=99.94, cost_usd=12.5, completion_tokens=3))
+    s.add(rec(endpoint="b", ttft_ms=0.04, e2e_ms=123456.0, cost_usd=0.00001234, completion_tokens=1))
+    a, b = (cells(line) for line in render_table(build_summary(s, 1.0, None, {})).splitlines()[2:4])
+    assert a[0] == "chat @ b" and b[0] == "chat @ mock"
+    assert b[3:7] == ["12.3", "12.3", "12.3", "99.9"]  # one decimal below 100 ms
+    assert b[-1] == "12.50"
+    assert a[3] == "0.0"
+    assert a[6] == "123456"  # whole ms above 100
+    assert a[-1] == "1.2e-05"
+
+
+def test_saturated_run() -> None:
+    lag = Histogram()
+    lag.record_many([1.0] * 95 + [120.3] * 5)
+    verdict = saturation_verdict(lag, [95.0] * 20 + [10.0] * 80, SaturationThresholds())
+    assert verdict.saturated
+    assert verdict.reasons[0] == (
+        "worker event-loop lag p99 120.3 ms > 50 ms: latencies are inflated by the load generator, add workers"
+    )
+    assert verdict.reasons[1].startswith("worker CPU p90 95.0 % > 90 %")
+    summary = build_summary(known_stats(), 10.0, verdict, {})
+    assert summary["client_saturated"] is True
+    last = render_table(summary).splitlines()[-1]
+    assert last.startswith("CLIENT SATURATED: worker event-loop lag p99 120.3 ms > 50 ms")
+    assert "; worker CPU p90 95.0 %" in last
+
+
+def test_verdict_thresholds_and_missing_samples() -> None:
+    lag = Histogram()
+    lag.record_many([10.0] * 100)
+    assert not saturation_verdict(lag, []).saturated
+    assert saturation_verdict(lag, [], SaturationThresholds(loop_lag_p99_ms=5.0)).saturated
+    cpu = Histogram()
+    cpu.record_many([95.0] * 10 + [50.0] * 90)  # pegged 10 % of the time: p90 is still 50
+    verdict = saturation_verdict(lag, cpu)
+    assert not verdict.saturated
+    assert verdict.cpu_p90_percent == pytest.approx(50.0, rel=RELATIVE_ERROR)
+    cpu.record(95.0)  # now more than a tenth of the samples
+    assert saturation_verdict(lag, cpu).saturated
+    empty = saturation_verdict(Histogram(), Histogram())
+    assert empty == Verdict(saturated=False, reasons=[], loop_lag_p99_ms=None, cpu_p90_percent=None)
+    assert json.loads(json.dumps(empty.to_dict()))["saturated"] is False
