@@ -1,0 +1,78 @@
+"""Turn a StreamOutcome into the immutable RequestRecord (pure: no I/O, no clocks)."""
+
+from __future__ import annotations
+
+from loadlib.errors import ErrorClass
+from loadlib.pricing import PriceTable
+from loadlib.record import RequestRecord
+from loadlib.stream import StreamOutcome
+from loadlib.timing import gaps_ms, tpot_ms
+
+
+def build_record(
+    outcome: StreamOutcome,
+    *,
+    run_id: str,
+    scenario: str,
+    endpoint: str,
+    provider: str,
+    model: str,
+    worker_id: str,
+    request_id: str,
+    start_unix_ns: int,
+    prices: PriceTable,
+    prompt_tokens_est: int | None = None,
+    completion_tokens_est: int | None = None,
+    attempt: int = 1,
+    turn: int | None = None,
+    intended_send_ms: float | None = None,
+    schedule_lag_ms: float | None = None,
+) -> RequestRecord:
+    result = outcome.result
+    usage = result.usage if result else None
+    prompt = usage.prompt_tokens if usage else None
+    completion = usage.completion_tokens if usage else None
+    cached = usage.cached_prompt_tokens if usage else None
+    out_tokens = completion if completion is not None else completion_tokens_est
+    in_tokens = prompt if prompt is not None else prompt_tokens_est
+    cost = None
+    if in_tokens is not None and out_tokens is not None:
+        cost = prices.cost(model, in_tokens, out_tokens, cached, cached_included=provider != "anthropic")
+    stamps = outcome.output_stamps_ms
+    status = outcome.status
+    return RequestRecord(
+        run_id=run_id,
+        scenario=scenario,
+        endpoint=endpoint,
+        provider=provider,
+        model=model,
+        worker_id=worker_id,
+        request_id=request_id,
+        server_request_id=outcome.server_request_id or (result.response_id if result else None),
+        attempt=attempt,
+        turn=turn,
+        start_unix_ns=start_unix_ns,
+        ttfb_ms=outcome.ttfb_ms,
+        first_event_ms=outcome.first_event_ms,
+        ttft_ms=outcome.ttft_ms,
+        ttfo_ms=outcome.ttfo_ms,
+        e2e_ms=outcome.e2e_ms,
+        itl_ms=gaps_ms(stamps),
+        tpot_ms=tpot_ms(outcome.e2e_ms, outcome.ttft_ms, out_tokens) if status is ErrorClass.OK else None,
+        output_events=len(stamps),
+        intended_send_ms=intended_send_ms,
+        schedule_lag_ms=schedule_lag_ms,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        prompt_tokens_est=prompt_tokens_est,
+        completion_tokens_est=completion_tokens_est,
+        cached_prompt_tokens=cached,
+        reasoning_tokens=usage.reasoning_tokens if usage else None,
+        cost_usd=cost,
+        status=status,
+        http_status=outcome.http_status,
+        finish_reason=result.finish_reason if result else None,
+        error_message=outcome.message,
+        ratelimit=outcome.headers,
+        response_bytes=outcome.response_bytes,
+    )

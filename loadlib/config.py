@@ -1,0 +1,201 @@
+"""Endpoint and run settings: one place, validated at start-up with one-line errors (DESIGN.md section 7).
+
+Precedence is Locust's own: defaults < config file (locust.conf / pyproject [tool.locust]) < environment variables
+< command line, because every option here is added to Locust's parser (so it also shows in the web UI). Secrets are
+read from the environment only: an option names the variable, never holds the key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from loadlib.errors import ConfigError
+
+PROVIDERS = ("openai", "anthropic")
+DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+NO_KEY = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Seconds. Each one maps to its own error class (timeout_connect, timeout_ttft, timeout_idle, timeout_total)."""
+
+    connect: float = 10.0
+    ttft: float = 60.0
+    idle: float = 30.0
+    total: float = 600.0
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "ttft", "idle", "total"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or value <= 0:
+                raise ConfigError(f"timeout {name} must be a positive number of seconds, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One target: a provider speaking at a base URL, with a model and a key taken from the environment."""
+
+    name: str
+    provider: str
+    base_url: str
+    model: str
+    api_key_env: str | None
+    scheme: str
+    host: str
+    port: int
+    base_path: str
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def __repr__(self) -> str:  # never show a key, only where it comes from
+        return (
+            f"Endpoint({self.name!r}, {self.provider}, {self.base_url}, model={self.model!r}, key=${self.api_key_env})"
+        )
+
+
+def parse_base_url(url: str) -> tuple[str, str, int, str]:
+    """(scheme, host, port, path) of an http(s) base URL, or a ConfigError that says what is wrong."""
+    if not url or not isinstance(url, str):
+        raise ConfigError("base URL is empty: give one like http://127.0.0.1:8000/v1")
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"malformed base URL {url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f"malformed base URL {url!r}: it must start with http:// or https://")
+    if not parts.hostname:
+        raise ConfigError(f"malformed base URL {url!r}: no host name")
+    if parts.query or parts.fragment:
+        raise ConfigError(f"malformed base URL {url!r}: no query string or fragment allowed")
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
+    return parts.scheme, parts.hostname, port, parts.path.rstrip("/")
+
+
+def make_endpoint(
+    base_url: str,
+    provider: str = "openai",
+    model: str = "gpt-4o-mini",
+    api_key_env: str | None = None,
+    name: str | None = None,
+    require_key: bool = True,
+) -> Endpoint:
+    """Validate and build an Endpoint. `api_key_env=None` means the provider's usual variable; "none" means no key."""
+    provider = (provider or "").strip().lower()
+    if provider not in PROVIDERS:
+        raise ConfigError(f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
+    scheme, host, port, path = parse_base_url(base_url)
+    if not model:
+        raise ConfigError("no model given: set --llm-model (or LLM_MODEL)")
+    key_env = DEFAULT_KEY_ENV[provider] if api_key_env is None or api_key_env == "" else api_key_env
+    if key_env.lower() == NO_KEY:
+        key_env = None
+    if key_env and require_key and not os.environ.get(key_env):
+        raise ConfigError(
+            f"endpoint {name or host!r} needs an API key in the environment variable {key_env}, which is not set: "
+            f"export {key_env}=... (or pass --llm-api-key-env none for a server without auth)"
+        )
+    return Endpoint(
+        name=name or host,
+        provider=provider,
+        base_url=base_url.strip().rstrip("/"),
+        model=model,
+        api_key_env=key_env,
+        scheme=scheme,
+        host=host,
+        port=port,
+        base_path=path,
+    )
+
+
+def endpoint_from_options(options: Any, host: str | None, require_key: bool = True) -> Endpoint:
+    """The endpoint the run targets, from Locust's parsed options and its --host (the base URL)."""
+    return make_endpoint(
+        base_url=host or "",
+        provider=options.llm_provider,
+        model=options.llm_model,
+        api_key_env=options.llm_api_key_env,
+        name=options.llm_endpoint_name or None,
+        require_key=require_key,
+    )
+
+
+def timeouts_from_options(options: Any) -> Timeouts:
+    return Timeouts(
+        connect=options.llm_timeout_connect,
+        ttft=options.llm_timeout_ttft,
+        idle=options.llm_timeout_idle,
+        total=options.llm_timeout_total,
+    )
+
+
+def add_arguments(parser: Any) -> None:
+    """Add loadlib's options to Locust's parser (they show in --help, the config file and the web UI)."""
+    g = parser  # not an argument group: only Locust's parser knows include_in_web_ui
+    g.add_argument(
+        "--llm-provider",
+        env_var="LLM_PROVIDER",
+        default="openai",
+        help="API the endpoint speaks: openai (Chat Completions; also vLLM, TGI, Ollama /v1, Azure, Groq...) "
+        "or anthropic (Messages). The base URL is Locust's --host (or LLM_BASE_URL); "
+        "without one, the embedded mock LLM server is started and targeted.",
+    )
+    g.add_argument("--llm-model", env_var="LLM_MODEL", default="mock-llm", help="Model name sent in every request.")
+    g.add_argument(
+        "--llm-api-key-env",
+        env_var="LLM_API_KEY_ENV",
+        default="",
+        help="Name of the environment variable holding the API key (default: OPENAI_API_KEY or ANTHROPIC_API_KEY; "
+        "'none' for servers without auth). Keys are never taken from the command line.",
+    )
+    g.add_argument("--llm-endpoint-name", env_var="LLM_ENDPOINT_NAME", default="", help="Label for the endpoint.")
+    g.add_argument("--llm-max-tokens", type=int, env_var="LLM_MAX_TOKENS", default=128, help="max_tokens per request.")
+    g.add_argument("--llm-timeout-connect", type=float, default=10.0, help="Seconds to open the connection.")
+    g.add_argument("--llm-timeout-ttft", type=float, default=60.0, help="Seconds from send to the first output.")
+    g.add_argument("--llm-timeout-idle", type=float, default=30.0, help="Longest silence mid-stream, seconds.")
+    g.add_argument("--llm-timeout-total", type=float, default=600.0, help="Whole request, seconds.")
+    g.add_argument(
+        "--llm-price-table",
+        env_var="LLM_PRICE_TABLE",
+        default="",
+        help="YAML price table (USD per million input/output/cached-input tokens per model); default: bundled.",
+    )
+    g.add_argument(
+        "--llm-summary",
+        env_var="LLM_SUMMARY",
+        default="",
+        include_in_web_ui=False,
+        help="Write the end-of-run LLM summary as JSON to this file.",
+    )
+    g.add_argument(
+        "--llm-mock",
+        env_var="LLM_MOCK",
+        default="",
+        help="Settings of the embedded mock when no --host is given, e.g. 'ttft_ms=200,itl_ms=10,output_tokens=64'.",
+    )
+    g.add_argument(
+        "--llm-estimate-every",
+        type=int,
+        default=20,
+        help="Count completion tokens with tiktoken for 1 in N requests that have server usage (0 = never), "
+        "to record the usage-vs-estimate deviation; requests without usage are always counted.",
+    )
+    g.add_argument(
+        "--llm-lag-threshold-ms",
+        type=float,
+        default=50.0,
+        help="Loop-lag p99 above which the run is flagged client-saturated.",
+    )
+    g.add_argument(
+        "--llm-cpu-threshold",
+        type=float,
+        default=90.0,
+        help="Worker CPU %% above which the run is flagged client-saturated.",
+    )
+    g.add_argument("--run-id", env_var="LLM_RUN_ID", default="", help="Run id (default: generated by the master).")

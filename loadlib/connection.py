@@ -1,0 +1,55 @@
+"""One keep-alive HTTP connection per (user, endpoint), with the phase of a failure visible.
+
+geventhttpclient's HTTPClient is used directly (not Locust's FastHttpSession) because the stream reader needs the
+socket: FastHttpSession's `iter_content(n)` waits for n bytes (a 713 ms TTFT on an 8 ms stream, ecosystem.md section 1)
+and `stream=True` makes Locust time the headers. We wrap connection set-up to count connections and to tell a connect
+timeout from a slow first token.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from geventhttpclient import HTTPClient
+
+from loadlib.config import Endpoint, Timeouts
+
+
+class Connection:
+    """HTTP/1.1 client for one endpoint used by one user (concurrency 1: a user streams one request at a time)."""
+
+    def __init__(self, endpoint: Endpoint, timeouts: Timeouts) -> None:
+        self.endpoint = endpoint
+        self.timeouts = timeouts
+        self.header_timeout = min(timeouts.ttft, timeouts.total)
+        self.client = HTTPClient(
+            endpoint.host,
+            port=endpoint.port,
+            ssl=endpoint.scheme == "https",
+            connection_timeout=timeouts.connect,
+            network_timeout=self.header_timeout,
+            concurrency=1,
+            block_size=65536,
+            headers={"User-Agent": "loadlib"},
+        )
+        self.connects = 0
+        self.connecting = False
+        pool = self.client._connection_pool
+        create = pool._create_socket
+
+        def counted_create() -> Any:
+            self.connecting = True
+            sock = create()
+            self.connecting = False
+            self.connects += 1
+            return sock
+
+        pool._create_socket = counted_create
+
+    def request(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> Any:
+        """Send and return the response once its headers are read (body unread)."""
+        self.connecting = False
+        return self.client.request(method, path, body=body, headers=headers)
+
+    def close(self) -> None:
+        self.client.close()
