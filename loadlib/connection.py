@@ -8,11 +8,29 @@ timeout from a slow first token.
 
 from __future__ import annotations
 
+from gevent.monkey import get_original
+
 from typing import Any
 
 from geventhttpclient import HTTPClient
 
 from loadlib.config import Endpoint, Timeouts
+
+_select = get_original("select", "select")
+
+
+def _idle_socket_alive(sock: Any) -> bool:
+    """An idle keep-alive socket must not be readable (readable = FIN or stray bytes). Unlike the pool's own check,
+    this zero-timeout select does not yield to the gevent hub, so a send is never queued behind other greenlets
+    after t0 has been stamped."""
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return False
+        readable, _, _ = _select([fd], [], [], 0.0)
+        return not readable
+    except (OSError, ValueError):
+        return False
 
 
 class Connection:
@@ -45,6 +63,7 @@ class Connection:
             return sock
 
         pool._create_socket = counted_create
+        pool._is_socket_alive = _idle_socket_alive
 
     def request(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> Any:
         """Send and return the response once its headers are read (body unread)."""

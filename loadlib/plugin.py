@@ -224,12 +224,12 @@ def install(events: Any) -> None:
 
         environment.events.quit.add_listener(_quit)
         environment.events.reset_stats.add_listener(lambda **__: llm_run(environment).reset())
+        environment.events.report_to_master.add_listener(lambda data, **__: on_report_to_master(environment, data))
+        environment.events.worker_report.add_listener(lambda data, **__: on_worker_report(environment, data))
 
     events.init.add_listener(_init_hooks)
     events.test_start.add_listener(on_test_start)
     events.test_stop.add_listener(on_test_stop)
-    events.report_to_master.add_listener(on_report_to_master)
-    events.worker_report.add_listener(on_worker_report)
     try:
         from loadlib.sinks.plugin import install as install_sinks
     except ImportError:

@@ -1,0 +1,169 @@
+"""Real Locust processes against the real mock: the demo, distributed merging, accuracy, clear errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from contextlib import closing
+
+import pytest
+
+from loadlib.mock import MockConfig, start_subprocess
+from tests.integration.locust_runs import ROOT, env, load, locust_cmd, run
+
+pytestmark = pytest.mark.integration
+
+
+def locust_total(stats_json: list[dict]) -> int:
+    return sum(e["num_requests"] for e in stats_json)
+
+
+def test_headless_demo_targets_the_embedded_mock(tmp_path):
+    summary, stats = tmp_path / "s.json", tmp_path / "locust"
+    p = run(
+        locust_cmd(
+            "--headless", "-u", "6", "-r", "6", "-t", "4s", "--llm-summary", str(summary), "--json-file", str(stats)
+        )
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "embedded mock LLM server" in p.stdout
+    assert "LLM summary of run" in p.stdout and "TTFT" in p.stdout
+    s = load(summary)
+    total = s["total"]
+    assert total["count"] > 10 and total["errors_total"] == 0
+    # LLM stats and Locust's own table count the same requests
+    assert total["count"] == locust_total(load(str(stats) + ".json"))
+    assert total["cost_usd"] > 0 and total["completion_tokens"] > 0
+    assert s["client_saturated"] in (True, False), "the saturation verdict is always given"
+
+
+def test_distributed_master_merges_two_workers(tmp_path):
+    """A real master and two real worker processes; the master starts the embedded mock and the workers follow it.
+    Every request the mock served is in the merged summary, and percentiles come from merged histograms."""
+    summary, stats = tmp_path / "s.json", tmp_path / "locust"
+    port = free_port()
+    master = subprocess.Popen(
+        locust_cmd(
+            "--master",
+            "--headless",
+            "--expect-workers",
+            "2",
+            "--expect-workers-max-wait",
+            "30",
+            "-u",
+            "8",
+            "-r",
+            "8",
+            "-t",
+            "6s",
+            "--master-bind-port",
+            str(port),
+            "--llm-summary",
+            str(summary),
+            "--json-file",
+            str(stats),
+            "--master-bind-host",
+            "127.0.0.1",
+        ),
+        cwd=ROOT,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    workers = []
+    try:
+        workers = [
+            subprocess.Popen(
+                locust_cmd("--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
+                cwd=ROOT,
+                env=env(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(2)
+        ]
+        _out, err = master.communicate(timeout=90)
+    finally:
+        for w in workers:
+            try:
+                w.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                w.kill()
+        if master.poll() is None:
+            master.kill()
+    assert master.returncode == 0, err[-3000:]
+    s = load(summary)
+    assert s["total"]["count"] == locust_total(load(str(stats) + ".json")) > 10
+    assert s["total"]["errors_total"] == 0
+    assert s["total"]["latency_ms"]["ttft"]["count"] == s["total"]["count"]
+
+
+def free_port() -> int:
+    with closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset missing")
+def test_ttft_accuracy_against_ground_truth(tmp_path):
+    """Smaller version of the benchmark: 32 streams, injected TTFT 200 ms and 10 ms between tokens, mock and
+    worker on different cores. Median TTFT within 2 ms, p99 within 30 ms, TPOT within 1 ms; connections reused."""
+    users = 32
+    summary = tmp_path / "s.json"
+    with start_subprocess(MockConfig(ttft_ms=200, itl_ms=10, output_tokens=32), cpu=1) as mock:
+        p = run(
+            locust_cmd(
+                "--headless",
+                "-u",
+                str(users),
+                "-r",
+                str(users),
+                "-t",
+                "8s",
+                "--host",
+                mock.url + "/v1",
+                "--llm-api-key-env",
+                "none",
+                "--llm-summary",
+                str(summary),
+                "--only-summary",
+                locustfile="bench/locustfile_bench.py",
+                pin=0,
+            )
+        )
+        assert p.returncode == 0, p.stderr[-3000:]
+        with urllib.request.urlopen(mock.url + "/mock/stats", timeout=5) as r:
+            mock_stats = json.load(r)
+    lat = load(summary)["total"]["latency_ms"]
+    assert abs(lat["ttft"]["p50"] - 200) <= 2.0, lat["ttft"]
+    assert lat["ttft"]["p99"] - 200 <= 30.0, lat["ttft"]
+    assert abs(lat["tpot"]["p50"] - 10) <= 1.0, lat["tpot"]
+    assert mock_stats["connections_accepted"] <= users + 2, mock_stats
+
+
+@pytest.mark.parametrize(
+    ("args", "extra_env", "needle"),
+    [
+        (["--llm-provider", "gemini", "--host", "http://127.0.0.1:9/v1"], {}, "unknown provider 'gemini'"),
+        (["--host", "htp:/nowhere"], {}, "malformed base URL"),
+        (["--host", "https://api.openai.com/v1"], {}, "OPENAI_API_KEY"),
+        (
+            ["--host", "http://127.0.0.1:9/v1", "--llm-api-key-env", "none", "--llm-price-table", "/nonexistent.yaml"],
+            {},
+            "/nonexistent.yaml",
+        ),
+    ],
+)
+def test_bad_input_is_one_clear_line(args, extra_env, needle):
+    start = time.monotonic()
+    p = run(locust_cmd("--headless", "-u", "1", "-t", "2s", *args), env=env(**extra_env), timeout=60)
+    assert p.returncode != 0
+    assert "Traceback" not in p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and needle in lines[0], p.stderr[-2000:]
+    assert time.monotonic() - start < 30
