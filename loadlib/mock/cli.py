@@ -1,0 +1,163 @@
+"""`python -m loadlib.mock`: run the mock LLM server until SIGINT/SIGTERM (exit 0) or until its parent dies."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import gc
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from loadlib.mock.config import CONVERTERS, FAULTS, KEYS, USAGE_MODES, MockConfig, MockConfigError, flag_name
+from loadlib.mock.eventloop import new_event_loop
+from loadlib.mock.server import MockServer
+
+PROG = "python -m loadlib.mock"
+READY_PREFIX = "mock LLM listening on "
+
+_HELP = {
+    "ttft_ms": "time to first output token, ms after the request's last byte",
+    "itl_ms": "gap between output events, ms",
+    "ttft_jitter_ms": "uniform +/- jitter on TTFT, ms (seeded)",
+    "itl_jitter_ms": "uniform +/- jitter on each gap, ms (seeded)",
+    "output_tokens": "output tokens per response (capped by the request's max_tokens -> finish_reason length)",
+    "tokens_per_event": "tokens of text per SSE event",
+    "usage": f"OpenAI usage placement: {', '.join(USAGE_MODES)}",
+    "context_limit": "context window in tokens; a longer prompt gets the provider's context-length 400",
+    "fault": f"injected fault: {', '.join(FAULTS)}",
+    "fault_rate": "share of requests that get the fault, 0..1 (default 1 when --fault is set)",
+    "fault_at": "output tokens sent before a mid-stream fault (stall, drop, malformed, error_event)",
+    "stall_ms": "pause of the stall and hang_headers faults, ms",
+    "retry_after_s": "Retry-After of the rate_limit fault, seconds",
+}
+
+EPILOG = """\
+Per-request overrides, same keys: header `x-mock: ttft_ms=5,fault=drop` or model name `gpt-4o::ttft_ms=5,fault=drop`.
+Endpoints: POST /v1/chat/completions, POST /v1/messages, GET /health, GET /mock/stats,
+GET /mock/truth[?request_id=ID|limit=N], POST /mock/reset, GET|POST /mock/config.
+"""
+
+
+_METAVARS = {"usage": "MODE", "fault": "FAULT", "fault_rate": "P", "retry_after_s": "S"}
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"port must be an integer, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {port}")
+    return port
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line, not the whole usage block."""
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _arg_type(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return convert(text)
+        except MockConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        description="Mock OpenAI/Anthropic streaming LLM server with fault injection and ground-truth timing.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8000, help="port; 0 picks a free one and prints it (default 8000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of jitter, fault dice and output text (default 0)")
+    p.add_argument("--cpu", type=int, default=None, help="pin this process to one CPU core (benchmarks)")
+    p.add_argument("--uvloop", action="store_true", help="use uvloop if installed (faster I/O, 1 ms timer resolution)")
+    p.add_argument("--truth-size", type=int, default=100_000, help="ground-truth records kept (ring, default 100000)")
+    p.add_argument("--truth-events", type=int, default=1024, help="event stamps kept per record (default 1024)")
+    p.add_argument("--truth-mb", type=float, default=128.0, help="memory cap of stored stamps, MiB (default 128)")
+    p.add_argument("--watch-parent", action="store_true", help="exit when the parent process dies")
+    defaults = MockConfig()
+    g = p.add_argument_group("default behaviour (each can be overridden per request)")
+    for f in dataclasses.fields(MockConfig):
+        default = getattr(defaults, f.name)
+        g.add_argument(
+            flag_name(f.name),
+            dest=f.name,
+            type=_arg_type(CONVERTERS[f.name]),
+            default=default,
+            metavar=_METAVARS.get(f.name, "MS" if f.name.endswith("_ms") else "N"),
+            help=_HELP[f.name]
+            + (
+                ""
+                if default is None
+                else f" (default {default:g})"
+                if isinstance(default, float)
+                else f" (default {default})"
+            ),
+        )
+    return p
+
+
+async def _serve(server: MockServer, watch_parent: bool) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if watch_parent:
+        parent = os.getppid()
+
+        def check() -> None:
+            if os.getppid() != parent:
+                stop.set()
+            else:
+                loop.call_later(0.5, check)
+
+        loop.call_later(0.5, check)
+    print(f"{READY_PREFIX}{server.url} (OpenAI: /v1/chat/completions, Anthropic: /v1/messages)", flush=True)
+    await stop.wait()
+    await server.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    config = MockConfig(**{k: getattr(args, k) for k in KEYS})
+    if args.cpu is not None:
+        try:
+            os.sched_setaffinity(0, {args.cpu})
+        except (OSError, AttributeError) as exc:
+            parser.error(f"--cpu {args.cpu}: {exc}")
+    loop = new_event_loop(args.uvloop)
+    asyncio.set_event_loop(loop)
+    server = MockServer(
+        config,
+        host=args.host,
+        port=args.port,
+        seed=args.seed,
+        truth_size=args.truth_size,
+        truth_events=args.truth_events,
+        truth_mb=args.truth_mb,
+    )
+    try:
+        loop.run_until_complete(server.start())
+    except (OSError, OverflowError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        sys.stderr.write(f"{PROG}: error: cannot listen on {args.host}:{args.port}: {reason}\n")
+        return 1
+    gc.freeze()  # start-up objects (tokenizer, templates) never need scanning again
+    try:
+        loop.run_until_complete(_serve(server, args.watch_parent))
+    finally:
+        loop.close()
+    return 0

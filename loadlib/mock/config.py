@@ -1,0 +1,162 @@
+"""Mock behaviour settings: server defaults (CLI flags) plus per-request overrides.
+
+Overrides come as `key=value,key=value` in the `x-mock` header or after `::` in the model name, so the official
+SDKs can configure a request without custom headers (`model="gpt-4o::ttft_ms=200,fault=drop"`). Parsing is pure;
+an unknown key or a bad value raises `MockConfigError`, which the server answers with HTTP 400.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from loadlib.errors import ConfigError
+
+FAULTS = (
+    "none",
+    "rate_limit",
+    "http_500",
+    "http_503",
+    "stall",
+    "drop",
+    "malformed",
+    "error_event",
+    "no_terminal",
+    "empty",
+    "hang_headers",
+)
+USAGE_MODES = ("separate", "finish", "none")
+MODEL_SEPARATOR = "::"
+
+
+class MockConfigError(ConfigError):
+    """A mock setting that does not parse or is out of range."""
+
+
+@dataclass(frozen=True, slots=True)
+class MockConfig:
+    """What the mock does with one request. `itl_ms` is the gap between output events (tokens_per_event tokens
+    each); `fault_rate` None means 1 when a fault is set."""
+
+    ttft_ms: float = 50.0
+    itl_ms: float = 10.0
+    ttft_jitter_ms: float = 0.0
+    itl_jitter_ms: float = 0.0
+    output_tokens: int = 64
+    tokens_per_event: int = 1
+    usage: str = "separate"
+    context_limit: int = 131072
+    fault: str = "none"
+    fault_rate: float | None = None
+    fault_at: int = 5
+    stall_ms: float = 2000.0
+    retry_after_s: float = 1.0
+
+    @property
+    def effective_fault_rate(self) -> float:
+        if self.fault == "none":
+            return 0.0
+        return 1.0 if self.fault_rate is None else self.fault_rate
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> MockConfig:
+        return dataclasses.replace(self, **overrides) if overrides else self
+
+    def to_args(self) -> list[str]:
+        """CLI flags that reproduce this configuration in `python -m loadlib.mock`."""
+        args: list[str] = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is not None and value != f.default:
+                args += [flag_name(f.name), str(value)]
+        return args
+
+
+def flag_name(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def _number(key: str, cast: Callable[[str], Any], minimum: float, maximum: float | None = None) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            value = cast(text.strip())
+        except ValueError:
+            kind = "an integer" if cast is int else "a number"
+            raise MockConfigError(f"{key} must be {kind}, got {text!r}") from None
+        if value != value or value < minimum or (maximum is not None and value > maximum):
+            upper = f" and <= {maximum:g}" if maximum is not None else ""
+            raise MockConfigError(f"{key} must be >= {minimum:g}{upper}, got {text!r}")
+        return value
+
+    return convert
+
+
+def _choice(key: str, choices: tuple[str, ...]) -> Callable[[str], str]:
+    def convert(text: str) -> str:
+        value = text.strip().lower()
+        if value not in choices:
+            raise MockConfigError(f"{key} must be one of {', '.join(choices)}; got {text!r}")
+        return value
+
+    return convert
+
+
+def _float(key: str, maximum: float | None = None) -> Callable[[str], float]:
+    return _number(key, float, 0.0, maximum)
+
+
+CONVERTERS: dict[str, Callable[[str], Any]] = {
+    "ttft_ms": _float("ttft_ms"),
+    "itl_ms": _float("itl_ms"),
+    "ttft_jitter_ms": _float("ttft_jitter_ms"),
+    "itl_jitter_ms": _float("itl_jitter_ms"),
+    "output_tokens": _number("output_tokens", int, 0),
+    "tokens_per_event": _number("tokens_per_event", int, 1),
+    "usage": _choice("usage", USAGE_MODES),
+    "context_limit": _number("context_limit", int, 1),
+    "fault": _choice("fault", FAULTS),
+    "fault_rate": _float("fault_rate", 1.0),
+    "fault_at": _number("fault_at", int, 0),
+    "stall_ms": _float("stall_ms"),
+    "retry_after_s": _float("retry_after_s"),
+}
+KEYS = tuple(CONVERTERS)
+
+
+def parse_overrides(spec: str, source: str = "x-mock") -> dict[str, Any]:
+    """`key=value,key=value` -> typed values. Keys may use `-` or `_`; empty items are ignored."""
+    out: dict[str, Any] = {}
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        key = key.strip().lower().replace("-", "_")
+        if not sep:
+            raise MockConfigError(f"{source}: {item!r} is not key=value")
+        convert = CONVERTERS.get(key)
+        if convert is None:
+            raise MockConfigError(f"{source}: unknown key {key!r}; known keys: {', '.join(KEYS)}")
+        try:
+            out[key] = convert(value)
+        except MockConfigError as exc:
+            raise MockConfigError(f"{source}: {exc}") from None
+    return out
+
+
+def split_model(model: str) -> tuple[str, str | None]:
+    """`gpt-4o::ttft_ms=5` -> ("gpt-4o", "ttft_ms=5"); a model without `::` has no settings."""
+    base, sep, spec = model.partition(MODEL_SEPARATOR)
+    return base, (spec if sep else None)
+
+
+def resolve(base: MockConfig, header: str | None, model: str) -> tuple[MockConfig, str]:
+    """Server defaults < model-name suffix < `x-mock` header. Returns the config and the bare model name."""
+    bare, spec = split_model(model)
+    overrides: dict[str, Any] = {}
+    if spec:
+        overrides.update(parse_overrides(spec, "model suffix"))
+    if header:
+        overrides.update(parse_overrides(header, "x-mock"))
+    return base.with_overrides(overrides), bare

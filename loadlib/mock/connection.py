@@ -1,0 +1,156 @@
+"""One client connection: HTTP/1.1 framing, keep-alive, pipelining in order, and write flow control.
+
+A request is dispatched when its last body byte has been read; that moment is the request's time zero for every
+planned delay and every ground-truth stamp. Requests queued behind a streaming response wait their turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from loadlib.mock.httpwire import MAX_HEAD, HttpError, RequestHead, parse_head, response_head
+
+if TYPE_CHECKING:
+    from loadlib.mock.server import MockServer
+
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+class Job:
+    """A response in progress; `cancel()` is called when the client goes away."""
+
+    def cancel(self) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class Connection(asyncio.Protocol):
+    __slots__ = (
+        "_buf",
+        "_continued",
+        "_head",
+        "busy",
+        "closed",
+        "id",
+        "job",
+        "keep_alive",
+        "paused",
+        "server",
+        "transport",
+        "waiter",
+    )
+
+    def __init__(self, server: MockServer, conn_id: int) -> None:
+        self.server = server
+        self.id = conn_id
+        self.transport: Any = None
+        self._buf = bytearray()
+        self._head: RequestHead | None = None
+        self._continued = False
+        self.busy = False  # a response is being produced
+        self.closed = False
+        self.paused = False  # the transport's write buffer is over its high-water mark
+        self.waiter: Callable[[], None] | None = None  # run when writing may resume
+        self.job: Job | None = None
+        self.keep_alive = True
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        self.server.connection_opened(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        job, self.job = self.job, None
+        if job is not None:
+            job.cancel()
+        self.waiter = None
+        self.server.connection_closed(self)
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None:
+            waiter()
+
+    def data_received(self, data: bytes) -> None:
+        self._buf += data
+        if not self.busy:
+            self._process()
+
+    # request side
+    def _process(self) -> None:
+        buf = self._buf
+        while not self.busy and not self.closed:
+            if self._head is None:
+                while buf[:2] == b"\r\n":  # stray CRLF between pipelined requests
+                    del buf[:2]
+                end = buf.find(b"\r\n\r\n")
+                if end < 0:
+                    if len(buf) > MAX_HEAD:
+                        self.fail(431, "request head too large")
+                    return
+                try:
+                    self._head = parse_head(bytes(buf[:end]))
+                except HttpError as exc:
+                    self.fail(exc.status, str(exc))
+                    return
+                del buf[: end + 4]
+                self._continued = False
+            head = self._head
+            if len(buf) < head.content_length:
+                if not self._continued and head.headers.get("expect", "").lower() == "100-continue":
+                    self._continued = True
+                    self.transport.write(_CONTINUE)
+                return
+            head.body = bytes(buf[: head.content_length])
+            del buf[: head.content_length]
+            self._head = None
+            self.busy = True
+            self.keep_alive = head.keep_alive
+            self.server.enqueue(self, head, self.server.loop_time())
+
+    # response side
+    def write(self, data: bytes) -> None:
+        if not self.closed:
+            self.transport.write(data)
+            self.server.stats.bytes_sent += len(data)
+
+    def respond(self, status: int, headers: list[tuple[str, str]], body: bytes, keep_alive: bool = True) -> None:
+        """A whole response with Content-Length, then the next request."""
+        keep = keep_alive and self.keep_alive
+        self.write(response_head(status, headers, len(body), keep) + body)
+        self.server.stats.count_response(status)
+        self.finish(keep)
+
+    def finish(self, keep_alive: bool = True) -> None:
+        """The current response is complete: close, or go on with any pipelined request."""
+        self.job = None
+        self.busy = False
+        if self.closed:
+            return
+        if not (keep_alive and self.keep_alive):
+            self.transport.close()
+            return
+        if self._buf:
+            self.server.loop.call_soon(self._process)
+
+    def drop(self) -> None:
+        """Close after flushing what was written: the client sees the body end without its terminator."""
+        self.job = None
+        if not self.closed:
+            self.transport.close()
+
+    def fail(self, status: int, message: str) -> None:
+        """An unparseable request: answer and close (the byte stream can no longer be trusted)."""
+        body = orjson.dumps(
+            {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+        )
+        self.busy = True
+        self.respond(status, [("content-type", "application/json")], body, keep_alive=False)

@@ -1,0 +1,249 @@
+"""Ground truth: what the mock planned and actually did for each request, from its own monotonic clock.
+
+All times are milliseconds after the request's last byte was read. Tests and benchmarks compare client-side
+measurements with these records (fetched from `GET /mock/truth`). A full ring of 100k records must neither eat
+memory nor stall the loop in the garbage collector (a full collection over 100k live objects takes ~50 ms), so
+stamps sit in float32 arrays and a finished record is frozen into a tuple of atoms, which the collector untracks.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import OrderedDict
+from typing import Any
+
+ID_PREFIXES = ("chatcmpl-", "msg_", "req_", "toolu_")
+
+
+def bare_id(request_id: str) -> str:
+    """Accept any id the mock hands out (response id, request-id header) and return the bare one."""
+    for prefix in ID_PREFIXES:
+        if request_id.startswith(prefix):
+            return request_id[len(prefix) :]
+    return request_id
+
+
+_ARRAYS = frozenset({"planned_itl_ms", "event_times_ms"})
+
+
+class TruthRecord:
+    """One request. Mutable while the response is being written; `status` is the HTTP status sent."""
+
+    __slots__ = (
+        "api",
+        "client_request_id",
+        "connection_id",
+        "end_ms",
+        "event_cap",
+        "event_times_ms",
+        "fault",
+        "finish_reason",
+        "first_token_sent_ms",
+        "headers_sent_ms",
+        "model",
+        "outcome",
+        "output_events_sent",
+        "output_tokens_sent",
+        "planned_end_ms",
+        "planned_itl_ms",
+        "planned_output_tokens",
+        "planned_ttft_ms",
+        "prompt_tokens",
+        "request_id",
+        "status",
+        "stream",
+        "text_offset",
+        "tokens_per_event",
+    )
+
+    def __init__(self, request_id: str, connection_id: int, api: str, event_cap: int) -> None:
+        self.request_id = request_id
+        self.connection_id = connection_id
+        self.api = api
+        self.event_cap = event_cap
+        self.client_request_id: str | None = None
+        self.model = ""
+        self.stream = False
+        self.status = 0
+        self.fault = "none"
+        self.outcome = "pending"  # pending | complete | dropped | client_closed | error
+        self.finish_reason: str | None = None
+        self.prompt_tokens: int | None = None
+        self.text_offset: int | None = None
+        self.tokens_per_event = 1
+        self.planned_ttft_ms: float | None = None
+        self.planned_itl_ms: array = array("f")
+        self.planned_end_ms: float | None = None
+        self.planned_output_tokens = 0
+        self.headers_sent_ms: float | None = None
+        self.first_token_sent_ms: float | None = None
+        self.end_ms: float | None = None
+        self.event_times_ms: array = array("f")
+        self.output_tokens_sent = 0
+        self.output_events_sent = 0
+
+    def add_events(self, when_ms: float, events: int, tokens: int) -> None:
+        """`events` output events carrying `tokens` tokens went out in one write at `when_ms`."""
+        if events <= 0:
+            return
+        if self.first_token_sent_ms is None:
+            self.first_token_sent_ms = when_ms
+        times = self.event_times_ms
+        room = self.event_cap - len(times)
+        if room > 0:
+            if events == 1:
+                times.append(when_ms)
+            else:
+                times.extend([when_ms] * min(room, events))
+        self.output_events_sent += events
+        self.output_tokens_sent += tokens
+
+    def freeze(self) -> tuple[Any, ...]:
+        """A tuple of atoms (arrays become bytes: arrays are GC-tracked, bytes are not)."""
+        return tuple(v.tobytes() if isinstance(v, array) else v for v in map(self.__getattribute__, self.__slots__))
+
+    @classmethod
+    def thaw(cls, values: tuple[Any, ...]) -> TruthRecord:
+        rec = cls.__new__(cls)
+        for name, value in zip(cls.__slots__, values, strict=True):
+            setattr(rec, name, array("f", value) if name in _ARRAYS else value)
+        return rec
+
+    def to_dict(self) -> dict[str, Any]:
+        times = [round(t, 4) for t in self.event_times_ms]
+        mean_itl = None
+        if len(times) > 1:
+            mean_itl = (times[-1] - times[0]) / (len(times) - 1)
+        planned = self.planned_itl_ms
+        return {
+            "request_id": self.request_id,
+            "client_request_id": self.client_request_id,
+            "connection_id": self.connection_id,
+            "api": self.api,
+            "model": self.model,
+            "stream": self.stream,
+            "status": self.status,
+            "fault": self.fault,
+            "outcome": self.outcome,
+            "finish_reason": self.finish_reason,
+            "prompt_tokens": self.prompt_tokens,
+            "text_offset": self.text_offset,
+            "tokens_per_event": self.tokens_per_event,
+            "planned_ttft_ms": self.planned_ttft_ms,
+            "planned_itl_ms": [round(p, 4) for p in planned],
+            "planned_mean_itl_ms": sum(planned) / len(planned) if planned else None,
+            "planned_end_ms": self.planned_end_ms,
+            "planned_output_tokens": self.planned_output_tokens,
+            "headers_sent_ms": self.headers_sent_ms,
+            "first_token_sent_ms": self.first_token_sent_ms,
+            "end_ms": self.end_ms,
+            "event_times_ms": times,
+            "mean_itl_ms": mean_itl,
+            "output_tokens_sent": self.output_tokens_sent,
+            "output_events_sent": self.output_events_sent,
+        }
+
+
+class TruthLog:
+    """Bounded ring of records, newest last, indexed by bare request id. In-flight records are live objects;
+    `complete()` swaps in the frozen tuple. Bounded by record count and by the bytes of stored stamps."""
+
+    def __init__(self, size: int = 100_000, max_stamp_bytes: int = 128 * 1024 * 1024) -> None:
+        self.size = max(1, size)
+        self.max_stamp_bytes = max_stamp_bytes
+        self.stamp_bytes = 0
+        self._records: OrderedDict[str, TruthRecord | tuple[Any, ...]] = OrderedDict()
+
+    def add(self, record: TruthRecord) -> None:
+        self._records[record.request_id] = record
+        self._trim()
+
+    def complete(self, record: TruthRecord, outcome: str) -> None:
+        """The response is over (or abandoned): set its outcome and freeze it."""
+        record.outcome = outcome
+        if self._records.get(record.request_id) is record:
+            frozen = record.freeze()
+            self._records[record.request_id] = frozen
+            self.stamp_bytes += _stamp_bytes(frozen)
+            self._trim()
+
+    def _trim(self) -> None:
+        records = self._records
+        while len(records) > self.size or (self.stamp_bytes > self.max_stamp_bytes and records):
+            _, entry = records.popitem(last=False)
+            if isinstance(entry, tuple):
+                self.stamp_bytes -= _stamp_bytes(entry)
+
+    @staticmethod
+    def _live(entry: TruthRecord | tuple[Any, ...]) -> TruthRecord:
+        return TruthRecord.thaw(entry) if isinstance(entry, tuple) else entry
+
+    def get(self, request_id: str) -> TruthRecord | None:
+        entry = self._records.get(bare_id(request_id))
+        return None if entry is None else self._live(entry)
+
+    def last(self, n: int) -> list[TruthRecord]:
+        if n <= 0:
+            return []
+        out: list[TruthRecord] = []
+        for entry in reversed(self._records.values()):
+            out.append(self._live(entry))
+            if len(out) >= n:
+                break
+        out.reverse()
+        return out
+
+    def clear(self) -> None:
+        self._records.clear()
+        self.stamp_bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
+class Stats:
+    """Server counters for `GET /mock/stats`."""
+
+    __slots__ = (
+        "bytes_sent",
+        "connections_accepted",
+        "connections_open",
+        "events_sent",
+        "faults",
+        "requests",
+        "responses",
+        "streams_active",
+        "tokens_sent",
+    )
+
+    def __init__(self) -> None:
+        self.reset(keep_open=0)
+
+    def reset(self, keep_open: int) -> None:
+        """`connections_open` and `streams_active` describe the present, so a reset keeps them."""
+        self.connections_accepted = 0
+        self.connections_open = keep_open
+        self.requests = 0
+        self.responses: dict[str, int] = {}
+        self.faults: dict[str, int] = {}
+        self.tokens_sent = 0
+        self.events_sent = 0
+        self.bytes_sent = 0
+        self.streams_active = getattr(self, "streams_active", 0)
+
+    def count_response(self, status: int) -> None:
+        key = str(status)
+        self.responses[key] = self.responses.get(key, 0) + 1
+
+    def count_fault(self, fault: str) -> None:
+        self.faults[fault] = self.faults.get(fault, 0) + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+_ARRAY_INDEX = tuple(i for i, name in enumerate(TruthRecord.__slots__) if name in _ARRAYS)
+
+
+def _stamp_bytes(frozen: tuple[Any, ...]) -> int:
+    return sum(len(frozen[i]) for i in _ARRAY_INDEX)
