@@ -11,7 +11,9 @@ import gevent
 from locust import events as _events  # noqa: F401  (locust first: gevent patches before anything else)
 from locust.contrib.fasthttp import FastHttpUser
 
+import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any
 
 from loadlib import tokens
@@ -19,7 +21,7 @@ from loadlib.attempt import build_record
 from loadlib.connection import Connection
 from loadlib.errors import ErrorClass
 from loadlib.hooks import hooks
-from loadlib.providers.base import ChatRequest
+from loadlib.providers.base import ChatRequest, StreamResult
 from loadlib.record import RequestRecord
 from loadlib.runtime import runtime
 from loadlib.stream import stream_call
@@ -27,6 +29,25 @@ from loadlib.stream import stream_call
 
 class LLMRequestError(Exception):
     """The failure Locust shows in its Failures tab: error class and a short message, no ids, no secrets."""
+
+
+Check = Callable[[StreamResult | None, RequestRecord], tuple[ErrorClass, str] | None]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Reply:
+    """What a scenario gets back: the record (as reported) and the parsed output (for history, schema checks)."""
+
+    record: RequestRecord
+    result: StreamResult | None
+
+    @property
+    def text(self) -> str:
+        return self.result.text if self.result is not None else ""
+
+    @property
+    def ok(self) -> bool:
+        return self.record.ok
 
 
 class LLMUser(FastHttpUser):
@@ -66,9 +87,13 @@ class LLMUser(FastHttpUser):
         turn: int | None = None,
         scenario: str | None = None,
         intended_send_ms: float | None = None,
+        check: Check | None = None,
         **request_options: Any,
-    ) -> RequestRecord:
-        """Stream one chat request and return its record. Never raises for a failed request: check `record.ok`."""
+    ) -> Reply:
+        """Stream one chat request, report it, and return its Reply. Never raises for a failed request.
+
+        `check(result, record)` runs after the stream and before reporting; returning (error class, message) turns a
+        transport success into a scenario failure (schema_invalid, nondeterministic, truncated...)."""
         rt = runtime(self.environment)
         endpoint = rt.endpoint
         req = ChatRequest(messages=messages, max_tokens=max_tokens or rt.max_tokens, **request_options)
@@ -98,8 +123,12 @@ class LLMUser(FastHttpUser):
             intended_send_ms=intended_send_ms,
             schedule_lag_ms=schedule_lag,
         )
+        if check is not None and record.ok:
+            verdict = check(outcome.result, record)
+            if verdict is not None:
+                record = dataclasses.replace(record, status=verdict[0], error_message=verdict[1])
         self._report(record)
-        return record
+        return Reply(record, outcome.result)
 
     def _estimate_completion(self, outcome: Any, every: int) -> int | None:
         """tiktoken count of the output, after the stream ended and in a thread so other streams keep their timing.
