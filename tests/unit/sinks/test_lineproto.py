@@ -1,0 +1,278 @@
+"""Line protocol of the three measurements: fixed field types, omitted missing values, escaping, nothing secret."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from loadlib.errors import ErrorClass
+from loadlib.record import RequestRecord
+from loadlib.sinks import lineproto as lp
+
+TS = 1_764_400_000_123_456_789
+
+
+def parse_line(line: str) -> tuple[str, dict[str, str], dict[str, tuple[str, object]], int | None]:
+    """A strict little line-protocol parser: (measurement, tags, {field: (type, value)}, timestamp)."""
+    assert "\n" not in line
+
+    def split_unescaped(text: str, sep: str, *, quotes: bool = False) -> list[str]:
+        parts, cur, i, in_q = [], [], 0, False
+        while i < len(text):
+            ch = text[i]
+            if ch == "\\" and i + 1 < len(text):
+                cur.append(text[i : i + 2])
+                i += 2
+                continue
+            if quotes and ch == '"':
+                in_q = not in_q
+            if ch == sep and not in_q:
+                parts.append("".join(cur))
+                cur = []
+            else:
+                cur.append(ch)
+            i += 1
+        parts.append("".join(cur))
+        return parts
+
+    sections = split_unescaped(line, " ", quotes=True)
+    assert len(sections) in (2, 3), sections
+    head = split_unescaped(sections[0], ",")
+    measurement, tags = head[0], {}
+    for item in head[1:]:
+        key, value = split_unescaped(item, "=")
+        assert value, f"empty tag value in {line!r}"
+        tags[key] = re.sub(r"\\(.)", r"\1", value)
+    fields: dict[str, tuple[str, object]] = {}
+    for item in split_unescaped(sections[1], ",", quotes=True):
+        key, _, raw = item.partition("=")
+        if raw.startswith('"'):
+            assert raw.endswith('"') and len(raw) >= 2
+            fields[key] = ("str", re.sub(r"\\(.)", r"\1", raw[1:-1]))
+        elif raw.endswith("i"):
+            fields[key] = ("int", int(raw[:-1]))
+        else:
+            fields[key] = ("float", float(raw))
+    ts = int(sections[2]) if len(sections) == 3 else None
+    return measurement, tags, fields, ts
+
+
+def full_record(**overrides: object) -> RequestRecord:
+    values: dict[str, object] = {
+        "run_id": "20261129-110501-ab12",
+        "scenario": "chat",
+        "endpoint": "primary",
+        "provider": "openai",
+        "model": "gpt-4o-mini",
+        "worker_id": "host_1a2b",
+        "request_id": "req-1",
+        "server_request_id": "chatcmpl-9",
+        "attempt": 2,
+        "turn": 3,
+        "start_unix_ns": TS,
+        "ttfb_ms": 12.5,
+        "first_event_ms": 14.0,
+        "ttft_ms": 20.25,
+        "ttfo_ms": 21.0,
+        "e2e_ms": 812.125,
+        "itl_ms": (1.0, 2.0, 6.0),
+        "tpot_ms": 7.5,
+        "output_events": 40,
+        "schedule_lag_ms": 0.5,
+        "prompt_tokens": 120,
+        "completion_tokens": 41,
+        "prompt_tokens_est": 118,
+        "completion_tokens_est": 40,
+        "cached_prompt_tokens": 64,
+        "reasoning_tokens": 7,
+        "cost_usd": 0.000123,
+        "status": ErrorClass.OK,
+        "http_status": 200,
+        "finish_reason": "stop",
+        "error_message": "SECRET-PROMPT-TEXT",
+        "ratelimit": {"x-ratelimit-remaining-requests": "99"},
+    }
+    values.update(overrides)
+    return RequestRecord(**values)  # type: ignore[arg-type]
+
+
+def test_full_request_point_has_every_value_with_its_fixed_type() -> None:
+    m, tags, fields, ts = parse_line(lp.request_line(full_record()))
+    assert m == "llm_request"
+    assert tags == {
+        "endpoint": "primary",
+        "model": "gpt-4o-mini",
+        "provider": "openai",
+        "run_id": "20261129-110501-ab12",
+        "scenario": "chat",
+        "status": "ok",
+        "worker": "host_1a2b",
+    }
+    assert ts == TS
+    expected = {
+        "ttfb_ms": 12.5,
+        "first_event_ms": 14.0,
+        "ttft_ms": 20.25,
+        "ttfo_ms": 21.0,
+        "e2e_ms": 812.125,
+        "tpot_ms": 7.5,
+        "itl_mean_ms": 3.0,
+        "itl_max_ms": 6.0,
+        "schedule_lag_ms": 0.5,
+        "prompt_tokens": 120,
+        "completion_tokens": 41,
+        "prompt_tokens_est": 118,
+        "completion_tokens_est": 40,
+        "cached_prompt_tokens": 64,
+        "reasoning_tokens": 7,
+        "output_tokens": 41,
+        "cost_usd": 0.000123,
+        "output_events": 40,
+        "http_status": 200,
+        "finish_reason": "stop",
+        "request_id": "req-1",
+        "server_request_id": "chatcmpl-9",
+        "attempt": 2,
+        "turn": 3,
+    }
+    assert set(fields) == set(expected)
+    for key, value in expected.items():
+        kind, got = fields[key]
+        assert kind == lp.REQUEST_FIELDS[key], key
+        assert got == pytest.approx(value) if kind == "float" else got == value, key
+
+
+def test_missing_values_are_omitted_never_written_as_another_type() -> None:
+    rec = RequestRecord(
+        run_id="r",
+        scenario="s",
+        endpoint="e",
+        provider="p",
+        model="m",
+        worker_id="w",
+        request_id="id",
+        start_unix_ns=TS,
+    )
+    _, _, fields, _ = parse_line(lp.request_line(rec))
+    assert set(fields) == {"output_events", "attempt", "request_id"}
+    assert fields["output_events"] == ("int", 0)
+    assert fields["attempt"] == ("int", 1)
+
+
+def test_types_do_not_follow_the_python_value() -> None:
+    """An int where a float belongs is still written as a float, and vice versa: a field never changes type."""
+    rec = full_record(e2e_ms=800, ttft_ms=20, cost_usd=0, prompt_tokens=12.0, http_status=200.0)
+    _, _, fields, _ = parse_line(lp.request_line(rec))
+    assert fields["e2e_ms"] == ("float", 800.0)
+    assert fields["ttft_ms"][0] == "float"
+    assert fields["cost_usd"] == ("float", 0.0)
+    assert fields["prompt_tokens"] == ("int", 12)
+    assert fields["http_status"] == ("int", 200)
+
+
+def test_non_finite_floats_are_omitted() -> None:
+    rec = full_record(ttft_ms=math.nan, e2e_ms=math.inf, cost_usd=-math.inf, itl_ms=(1.0, math.nan))
+    _, _, fields, _ = parse_line(lp.request_line(rec))
+    assert not {"ttft_ms", "e2e_ms", "cost_usd", "itl_mean_ms", "itl_max_ms"} & set(fields)
+    assert "ttfb_ms" in fields
+
+
+def test_output_tokens_fall_back_to_the_estimate() -> None:
+    _, _, fields, _ = parse_line(lp.request_line(full_record(completion_tokens=None, completion_tokens_est=33)))
+    assert fields["output_tokens"] == ("int", 33)
+    assert "completion_tokens" not in fields
+
+
+def test_nothing_secret_or_user_content_bearing_is_written() -> None:
+    line = lp.request_line(full_record())
+    assert "SECRET-PROMPT-TEXT" not in line
+    assert "ratelimit" not in line and "x-ratelimit" not in line
+
+
+def test_error_status_is_the_error_class_value() -> None:
+    _, tags, _, _ = parse_line(lp.request_line(full_record(status=ErrorClass.RATE_LIMITED, http_status=429)))
+    assert tags["status"] == "rate_limited"
+
+
+def test_empty_tags_are_omitted_and_defaults_fill_in() -> None:
+    rec = full_record(run_id="", worker_id="", model="")
+    _, tags, _, _ = parse_line(lp.request_line(rec))
+    assert "run_id" not in tags and "worker" not in tags and "model" not in tags
+    _, tags, _, _ = parse_line(lp.request_line(rec, run_id="run-9", worker="w-3"))
+    assert tags["run_id"] == "run-9" and tags["worker"] == "w-3"
+
+
+@pytest.mark.parametrize(
+    ("raw", "stored"),
+    [
+        ("a,b c=d", "a,b c=d"),
+        ("back\\slash", "back/slash"),
+        ("trailing\\", "trailing/"),
+        ("new\nline\ttab", "new line tab"),
+        ("café", "café"),
+    ],
+)
+def test_tag_values_are_escaped(raw: str, stored: str) -> None:
+    _, tags, _, _ = parse_line(lp.request_line(full_record(scenario=raw)))
+    assert tags["scenario"] == stored
+
+
+def test_string_fields_are_quoted_escaped_and_bounded() -> None:
+    line = lp.event_line("r", "failover", "primary", 'he said "hi" \\ bye\nnext', TS)
+    _, tags, fields, ts = parse_line(line)
+    assert fields == {"message": ("str", 'he said "hi" \\ bye next')}
+    assert tags == {"endpoint": "primary", "kind": "failover", "run_id": "r"}
+    assert ts == TS
+    _, _, fields, _ = parse_line(lp.event_line("r", "failover", "e", "x" * 5000, TS))
+    assert len(fields["message"][1]) == lp.MAX_STRING_FIELD  # type: ignore[arg-type]
+
+
+def test_worker_point() -> None:
+    m, tags, fields, ts = parse_line(lp.worker_line("r", "host_1", TS, 12, 55.5, 3.25, 7, 2))
+    assert m == "llm_worker"
+    assert tags == {"run_id": "r", "worker": "host_1"}
+    assert fields == {
+        "users": ("int", 12),
+        "cpu_percent": ("float", 55.5),
+        "loop_lag_ms": ("float", 3.25),
+        "sink_buffered": ("int", 7),
+        "sink_dropped": ("int", 2),
+    }
+    assert ts == TS
+    _, _, fields, _ = parse_line(lp.worker_line("r", "w", TS, None, None, None, 0, 0))
+    assert set(fields) == {"sink_buffered", "sink_dropped"}
+
+
+def test_event_point_without_endpoint_and_message() -> None:
+    m, tags, fields, _ = parse_line(lp.event_line("r", "test_start", "", "", TS))
+    assert m == "llm_event"
+    assert tags == {"kind": "test_start", "run_id": "r"}
+    assert fields == {"message": ("str", "test_start")}
+
+
+def test_no_timestamp_when_unknown() -> None:
+    _, _, _, ts = parse_line(lp.request_line(full_record(start_unix_ns=0)))
+    assert ts is None
+
+
+def test_schema_has_no_tag_field_name_clash_and_known_types() -> None:
+    for tags, fields in lp.SCHEMA.values():
+        assert not set(tags) & set(fields)
+        assert list(tags) == sorted(tags)
+        assert set(fields.values()) <= {"float", "int", "str"}
+    assert "request_id" not in lp.REQUEST_TAGS and "server_request_id" not in lp.REQUEST_TAGS
+
+
+def test_every_written_field_matches_the_schema_type() -> None:
+    variants = [
+        full_record(),
+        full_record(status=ErrorClass.TIMEOUT_TTFT, ttft_ms=None, ttfo_ms=None, itl_ms=(), http_status=None),
+        full_record(turn=None, finish_reason=None, server_request_id=None, cost_usd=None),
+    ]
+    for rec in variants:
+        _, tags, fields, _ = parse_line(lp.request_line(rec))
+        assert set(tags) <= set(lp.REQUEST_TAGS)
+        for key, (kind, _) in fields.items():
+            assert lp.REQUEST_FIELDS[key] == kind, key
