@@ -24,6 +24,8 @@ from loadlib.metrics.saturation import SaturationThresholds, saturation_verdict
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table
 from loadlib.runtime import build_runtime
+from loadlib.sinks.plugin import install as install_sinks
+from loadlib.sinks.plugin import sink_stats
 
 log = logging.getLogger("loadlib")
 REPORT_KEY = "llm_stats"
@@ -75,6 +77,7 @@ class LLMRun:
             "duration_s": round(self.duration_s(), 3),
         }
         self.summary = build_summary(self.stats, self.duration_s(), verdict, meta)
+        self.summary["sink"] = sink_stats(env)
         return self.summary
 
 
@@ -198,6 +201,13 @@ def on_quit(environment: Any) -> None:
         run.stopped_at = time.time()
     summary = run.build_summary()
     print(render_table(summary), flush=True)
+    sink = summary.get("sink")
+    if sink:
+        print(
+            f"InfluxDB sink: {sink['written']} points written, {sink['dropped']} dropped, "
+            f"{sink['buffered']} still buffered" + (f"; problems: {sink['errors']}" if sink["errors"] else ""),
+            flush=True,
+        )
     path = environment.parsed_options.llm_summary
     if path:
         target = Path(path)
@@ -230,8 +240,4 @@ def install(events: Any) -> None:
     events.init.add_listener(_init_hooks)
     events.test_start.add_listener(on_test_start)
     events.test_stop.add_listener(on_test_stop)
-    try:
-        from loadlib.sinks.plugin import install as install_sinks
-    except ImportError:
-        return
     install_sinks(events)

@@ -1,0 +1,205 @@
+"""A real headless Locust master with two real worker processes, the real mock and a real influxd (v1 API):
+every request the summary counts reaches InfluxDB with the right tags and fields, every dashboard query returns its
+series afterwards, and an InfluxDB outage mid-run costs neither points (when it fits the buffer) nor timing."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import threading
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from influx_server import InfluxServer
+from test_dashboard_queries import run_dashboard_queries
+
+from tests.integration.locust_runs import ROOT, env, load, locust_cmd
+
+pytestmark = pytest.mark.integration
+DB = "locust"
+FAILOVER_PANELS = ("Failover events", "Failover and circuit events [A]")  # fed by the failover feature (not built)
+
+
+def free_port() -> int:
+    with closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_distributed(
+    influx: InfluxServer,
+    tmp_path: Path,
+    *,
+    users: int,
+    duration_s: int,
+    mock: str,
+    extra: tuple[str, ...] = (),
+    during=None,
+) -> tuple[dict, float]:
+    """Master (which starts the embedded mock) + 2 workers, headless; `during()` runs while the test runs."""
+    summary = tmp_path / "summary.json"
+    port = free_port()
+    start = time.monotonic()
+    master = subprocess.Popen(
+        locust_cmd(
+            "--master",
+            "--headless",
+            "--expect-workers",
+            "2",
+            "--expect-workers-max-wait",
+            "30",
+            "--master-bind-host",
+            "127.0.0.1",
+            "--master-bind-port",
+            str(port),
+            "-u",
+            str(users),
+            "-r",
+            str(users),
+            "-t",
+            f"{duration_s}s",
+            "--llm-summary",
+            str(summary),
+            "--llm-mock",
+            mock,
+            "--influx-url",
+            influx.url,
+            "--influx-api",
+            "v1",
+            "--influx-db",
+            DB,
+            *extra,
+        ),
+        cwd=ROOT,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    workers = [
+        subprocess.Popen(
+            locust_cmd("--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
+            cwd=ROOT,
+            env=env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(2)
+    ]
+    thread = None
+    if during is not None:
+        thread = threading.Thread(target=during, daemon=True)
+        thread.start()
+    try:
+        out, err = master.communicate(timeout=duration_s + 90)
+    finally:
+        for w in workers:
+            try:
+                w.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                w.kill()
+        if master.poll() is None:
+            master.kill()
+        if thread is not None:
+            thread.join(timeout=30)
+    wall = time.monotonic() - start
+    assert master.returncode in (0, 1), err[-3000:]
+    return load(summary), wall
+
+
+def influx_count(influx: InfluxServer, measurement: str, field: str, run_id: str) -> int:
+    return influx.count(DB, measurement, field, f"\"run_id\" = '{run_id}'")
+
+
+def tag_values(influx: InfluxServer, measurement: str, key: str, run_id: str) -> set[str]:
+    res = influx.query(f'SHOW TAG VALUES FROM "{measurement}" WITH KEY = "{key}" WHERE "run_id" = \'{run_id}\'', DB)
+    return {v[1] for s in res["results"][0].get("series", []) for v in s["values"]}
+
+
+def test_every_request_is_in_influx_and_every_panel_has_data(influx, tmp_path):
+    summary, _ = run_distributed(
+        influx,
+        tmp_path,
+        users=8,
+        duration_s=6,
+        mock="ttft_ms=20,itl_ms=5,output_tokens=24,fault=http_503,fault_rate=0.1",
+    )
+    run_id = summary["meta"]["run_id"]
+    total = summary["total"]
+    assert total["count"] > 50 and 0 < total["errors_total"] < total["count"]
+    assert influx_count(influx, "llm_request", "request_id", run_id) == total["count"]
+    assert influx_count(influx, "llm_request", "request_id", run_id + "-other") == 0
+    assert tag_values(influx, "llm_request", "worker", run_id).__len__() == 2
+    assert tag_values(influx, "llm_request", "status", run_id) == {"ok", "http_5xx"}
+    assert tag_values(influx, "llm_request", "scenario", run_id) == {"chat"}
+    assert tag_values(influx, "llm_request", "endpoint", run_id) == {"mock"}
+    assert tag_values(influx, "llm_request", "provider", run_id) == {"openai"}
+    assert tag_values(influx, "llm_request", "model", run_id) == {"mock-llm"}
+    ok_ttft = influx_count(influx, "llm_request", "ttft_ms", run_id)
+    assert ok_ttft >= total["ok"], "every successful request carries its TTFT field"
+    fields = influx.query('SHOW FIELD KEYS FROM "llm_request"', DB)["results"][0]["series"][0]["values"]
+    types = dict(fields)
+    assert types["ttft_ms"] == "float" and types["completion_tokens"] == "integer"
+    assert types["request_id"] == "string" and types["cost_usd"] == "float"
+    assert len(tag_values(influx, "llm_worker", "worker", run_id)) == 2
+    assert tag_values(influx, "llm_event", "kind", run_id) >= {"test_start", "test_stop"}
+    assert summary["sink"]["dropped"] == 0
+
+    selection = {"run_id": re.escape(run_id), "scenario": ".*", "endpoint": ".*", "model": ".*"}
+    results = run_dashboard_queries(influx, selection, DB)
+    assert len(results) >= 20
+    for title, (query, series) in results.items():
+        if title in FAILOVER_PANELS:
+            continue  # ran without error (checked inside run_dashboard_queries); no failover events in this run
+        assert series and all(s["values"] for s in series), f"{title}: no data after a real run\n{query}"
+
+
+def test_influx_outage_mid_run_loses_nothing_and_does_not_touch_timing(influx, tmp_path):
+    def outage():
+        time.sleep(3)
+        influx.stop()
+        time.sleep(4)
+        influx.start()
+
+    duration = 12
+    summary, wall = run_distributed(
+        influx, tmp_path, users=16, duration_s=duration, mock="ttft_ms=200,itl_ms=10,output_tokens=32", during=outage
+    )
+    run_id = summary["meta"]["run_id"]
+    total = summary["total"]
+    assert total["errors_total"] == 0
+    assert summary["sink"]["dropped"] == 0
+    assert influx_count(influx, "llm_request", "request_id", run_id) == total["count"]
+    ttft = total["latency_ms"]["ttft"]
+    assert abs(ttft["p50"] - 200) <= 2.0, ttft
+    assert wall < duration + 30, f"the run took {wall:.1f}s"
+
+
+def test_outage_past_the_buffer_counts_every_drop(influx, tmp_path):
+    def outage():
+        time.sleep(2)
+        influx.stop()
+        time.sleep(5)
+        influx.start()
+
+    summary, _ = run_distributed(
+        influx,
+        tmp_path,
+        users=8,
+        duration_s=10,
+        mock="ttft_ms=10,itl_ms=2,output_tokens=8",
+        during=outage,
+        extra=("--influx-buffer", "30", "--influx-batch", "10"),
+    )
+    run_id = summary["meta"]["run_id"]
+    sink = summary["sink"]
+    assert sink["dropped"] > 0
+    assert sink["written"] + sink["dropped"] + sink["buffered"] == sink["submitted"]
+    in_db = sum(
+        influx_count(influx, m, f, run_id)
+        for m, f in (("llm_request", "request_id"), ("llm_worker", "users"), ("llm_event", "message"))
+    )
+    assert in_db == sink["written"], (in_db, sink)
