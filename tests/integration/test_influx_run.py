@@ -94,7 +94,7 @@ def run_distributed(
         thread = threading.Thread(target=during, daemon=True)
         thread.start()
     try:
-        out, err = master.communicate(timeout=duration_s + 90)
+        _, err = master.communicate(timeout=duration_s + 90)
     finally:
         for w in workers:
             try:
