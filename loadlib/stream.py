@@ -79,6 +79,8 @@ def _recv_timeout(out: StreamOutcome, now: float, conn: Connection) -> float:
     limit = min(t.idle, out.t0 + t.total - now)
     if out.ttft_ms is None:
         limit = min(limit, out.t0 + t.ttft - now)
+    elif out.e2e_ms is not None:  # terminal event seen: only the end of the HTTP message is still awaited
+        limit = min(limit, DRAIN_AFTER_TERMINAL_S)
     return max(limit, 1e-3)
 
 
@@ -224,9 +226,6 @@ def _read_stream(out: StreamOutcome, resp: object, adapter: Adapter, conn: Conne
                 data, now = _recv(out, resp, conn)
             except (_Deadline, HTTPConnectionClosed, HTTPParseError, OSError):
                 _discard(resp)  # terminal event seen; only the connection's reuse is lost
-                break
-            if perf_counter() - terminal_at > DRAIN_AFTER_TERMINAL_S:
-                _discard(resp)
                 break
         else:
             data, now = _recv(out, resp, conn)

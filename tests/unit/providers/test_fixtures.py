@@ -8,6 +8,7 @@ against the manifest's content-event counts.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ ERROR_BODIES = sorted(n for n in EXPECTED if n.endswith(".json"))
 # Work budget for the two-chunk split test: body bytes x events. Below it every cut runs the whole pipeline; above
 # it, cuts are spread evenly over the body plus every cut in its first and last 256 bytes (tests/unit/test_sse.py
 # checks the decoder itself at every cut of every fixture).
-SPLIT_BUDGET = 25_000
+SPLIT_BUDGET = 10**12 if os.environ.get("LOADLIB_EXHAUSTIVE_SPLITS") else 25_000  # =1: every cut, every file
 EDGE = 256
 
 
