@@ -40,3 +40,9 @@ def test_no_key_servers():
 def test_timeouts_positive():
     with pytest.raises(ConfigError, match="timeout idle"):
         Timeouts(idle=0)
+
+
+def test_credentials_in_the_url_are_refused_without_echoing_them():
+    with pytest.raises(ConfigError) as err:
+        parse_base_url("https://user:s3cret@api.example.com/v1")
+    assert "s3cret" not in str(err.value)
