@@ -67,15 +67,15 @@ def parse_base_url(url: str) -> tuple[str, str, int, str]:
         port = parts.port
     except ValueError as exc:
         raise ConfigError(f"malformed base URL {url!r}: {exc}") from None
-    if parts.scheme not in ("http", "https"):
-        raise ConfigError(f"malformed base URL {url!r}: it must start with http:// or https://")
-    if not parts.hostname:
-        raise ConfigError(f"malformed base URL {url!r}: no host name")
     if parts.username or parts.password:
         raise ConfigError(
             "base URL must not carry credentials (they would end up in logs and reports): "
             "put the key in an environment variable named by --llm-api-key-env"
         )
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f"malformed base URL {url!r}: it must start with http:// or https://")
+    if not parts.hostname:
+        raise ConfigError(f"malformed base URL {url!r}: no host name")
     if parts.query or parts.fragment:
         raise ConfigError(f"malformed base URL {url!r}: no query string or fragment allowed")
     if port is None:
