@@ -5,31 +5,21 @@ series afterwards, and an InfluxDB outage mid-run costs neither points (when it 
 from __future__ import annotations
 
 import re
-import socket
-import subprocess
-import threading
 import time
-from contextlib import closing
 from pathlib import Path
 
 import pytest
 from influx_server import InfluxServer
 from test_dashboard_queries import run_dashboard_queries
 
-from tests.integration.locust_runs import ROOT, env, load, locust_cmd
+from tests.integration.locust_runs import load, run_distributed
 
 pytestmark = pytest.mark.integration
 DB = "locust"
 FAILOVER_PANELS = ("Failover events", "Failover and circuit events [A]")  # fed by the failover feature (not built)
 
 
-def free_port() -> int:
-    with closing(socket.socket()) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def run_distributed(
+def run_with_influx(
     influx: InfluxServer,
     tmp_path: Path,
     *,
@@ -39,74 +29,30 @@ def run_distributed(
     extra: tuple[str, ...] = (),
     during=None,
 ) -> tuple[dict, float]:
-    """Master (which starts the embedded mock) + 2 workers, headless; `during()` runs while the test runs."""
+    """Master (which starts the embedded mock) + 2 workers writing to `influx`; returns (summary, wall seconds)."""
     summary = tmp_path / "summary.json"
-    port = free_port()
-    start = time.monotonic()
-    master = subprocess.Popen(
-        locust_cmd(
-            "--master",
-            "--headless",
-            "--expect-workers",
-            "2",
-            "--expect-workers-max-wait",
-            "30",
-            "--master-bind-host",
-            "127.0.0.1",
-            "--master-bind-port",
-            str(port),
-            "-u",
-            str(users),
-            "-r",
-            str(users),
-            "-t",
-            f"{duration_s}s",
-            "--llm-summary",
-            str(summary),
-            "--llm-mock",
-            mock,
-            "--influx-url",
-            influx.url,
-            "--influx-api",
-            "v1",
-            "--influx-db",
-            DB,
-            *extra,
-        ),
-        cwd=ROOT,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    rc, err, wall = run_distributed(
+        "-u",
+        str(users),
+        "-r",
+        str(users),
+        "-t",
+        f"{duration_s}s",
+        "--llm-summary",
+        str(summary),
+        "--llm-mock",
+        mock,
+        "--influx-url",
+        influx.url,
+        "--influx-api",
+        "v1",
+        "--influx-db",
+        DB,
+        *extra,
+        timeout=duration_s + 90,
+        during=during,
     )
-    workers = [
-        subprocess.Popen(
-            locust_cmd("--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
-            cwd=ROOT,
-            env=env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(2)
-    ]
-    thread = None
-    if during is not None:
-        thread = threading.Thread(target=during, daemon=True)
-        thread.start()
-    try:
-        _, err = master.communicate(timeout=duration_s + 90)
-    finally:
-        for w in workers:
-            try:
-                w.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                w.kill()
-        if master.poll() is None:
-            master.kill()
-        if thread is not None:
-            thread.join(timeout=30)
-    wall = time.monotonic() - start
-    assert master.returncode in (0, 1), err[-3000:]
+    assert rc in (0, 1), err[-3000:]
     return load(summary), wall
 
 
@@ -120,7 +66,7 @@ def tag_values(influx: InfluxServer, measurement: str, key: str, run_id: str) ->
 
 
 def test_every_request_is_in_influx_and_every_panel_has_data(influx, tmp_path):
-    summary, _ = run_distributed(
+    summary, _ = run_with_influx(
         influx,
         tmp_path,
         users=8,
@@ -165,7 +111,7 @@ def test_influx_outage_mid_run_loses_nothing_and_does_not_touch_timing(influx, t
         influx.start()
 
     duration = 12
-    summary, wall = run_distributed(
+    summary, wall = run_with_influx(
         influx, tmp_path, users=16, duration_s=duration, mock="ttft_ms=200,itl_ms=10,output_tokens=32", during=outage
     )
     run_id = summary["meta"]["run_id"]
@@ -185,7 +131,7 @@ def test_outage_past_the_buffer_counts_every_drop(influx, tmp_path):
         time.sleep(5)
         influx.start()
 
-    summary, _ = run_distributed(
+    summary, _ = run_with_influx(
         influx,
         tmp_path,
         users=8,

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import subprocess
 import time
 import urllib.request
-from contextlib import closing
 
 import pytest
 
 from loadlib.mock import MockConfig, start_subprocess
-from tests.integration.locust_runs import ROOT, env, load, locust_cmd, run
+from tests.integration.locust_runs import env, load, locust_cmd, run, run_distributed
 
 pytestmark = pytest.mark.integration
 
@@ -45,68 +42,14 @@ def test_distributed_master_merges_two_workers(tmp_path):
     """A real master and two real worker processes; the master starts the embedded mock and the workers follow it.
     Every request the mock served is in the merged summary, and percentiles come from merged histograms."""
     summary, stats = tmp_path / "s.json", tmp_path / "locust"
-    port = free_port()
-    master = subprocess.Popen(
-        locust_cmd(
-            "--master",
-            "--headless",
-            "--expect-workers",
-            "2",
-            "--expect-workers-max-wait",
-            "30",
-            "-u",
-            "8",
-            "-r",
-            "8",
-            "-t",
-            "6s",
-            "--master-bind-port",
-            str(port),
-            "--llm-summary",
-            str(summary),
-            "--json-file",
-            str(stats),
-            "--master-bind-host",
-            "127.0.0.1",
-        ),
-        cwd=ROOT,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    rc, err, _ = run_distributed(
+        "-u", "8", "-r", "8", "-t", "6s", "--llm-summary", str(summary), "--json-file", str(stats), timeout=90
     )
-    workers = []
-    try:
-        workers = [
-            subprocess.Popen(
-                locust_cmd("--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
-                cwd=ROOT,
-                env=env(),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            for _ in range(2)
-        ]
-        _out, err = master.communicate(timeout=90)
-    finally:
-        for w in workers:
-            try:
-                w.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                w.kill()
-        if master.poll() is None:
-            master.kill()
-    assert master.returncode == 0, err[-3000:]
+    assert rc == 0, err[-3000:]
     s = load(summary)
     assert s["total"]["count"] == locust_total(load(str(stats) + ".json")) > 10
     assert s["total"]["errors_total"] == 0
     assert s["total"]["latency_ms"]["ttft"]["count"] == s["total"]["count"]
-
-
-def free_port() -> int:
-    with closing(socket.socket()) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset missing")
