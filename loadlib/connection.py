@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from gevent.monkey import get_original
 
+import socket
+import struct
+import sys
+from time import perf_counter, time
 from typing import Any
 
 from geventhttpclient import HTTPClient
@@ -17,6 +21,11 @@ from geventhttpclient import HTTPClient
 from loadlib.config import Endpoint, Timeouts
 
 _select = get_original("select", "select")
+# Kernel receive timestamps: Linux stamps each packet as it arrives and recvmsg() hands back the stamp of the newest
+# one read, so an event's arrival time does not include how long this greenlet waited for its turn on a busy worker.
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
+_ANCILLARY = socket.CMSG_SPACE(16)
+_TIMESPEC = struct.Struct("qq")
 
 
 def _idle_socket_alive(sock: Any) -> bool:
@@ -52,6 +61,8 @@ class Connection:
         )
         self.connects = 0
         self.connecting = False
+        self.kernel_stamps = False
+        self.clock_offset = 0.0
         pool = self.client._connection_pool
         create = pool._create_socket
 
@@ -60,6 +71,7 @@ class Connection:
             sock = create()
             self.connecting = False
             self.connects += 1
+            self.kernel_stamps = self._enable_kernel_stamps(sock)
             return sock
 
         pool._create_socket = counted_create
@@ -68,7 +80,34 @@ class Connection:
     def request(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> Any:
         """Send and return the response once its headers are read (body unread)."""
         self.connecting = False
+        self.clock_offset = time() - perf_counter()  # wall clock minus perf_counter, refreshed per request
         return self.client.request(method, path, body=body, headers=headers)
+
+    def recv(self, sock: Any, size: int) -> tuple[bytes, float]:
+        """Bytes from the socket and when they arrived, on the perf_counter clock.
+
+        With kernel stamps, the arrival is the kernel's stamp of the newest packet read (never later than now);
+        otherwise (TLS, other platforms) the moment recv returned."""
+        if not self.kernel_stamps:
+            data = sock.recv(size)
+            return data, perf_counter()
+        data, ancillary, _, _ = sock.recvmsg(size, _ANCILLARY)
+        now = perf_counter()
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
+                sec, nsec = _TIMESPEC.unpack_from(payload)
+                stamp = sec + nsec * 1e-9 - self.clock_offset
+                return data, stamp if stamp < now else now
+        return data, now
+
+    def _enable_kernel_stamps(self, sock: Any) -> bool:
+        if _SO_TIMESTAMPNS is None or self.endpoint.scheme == "https":
+            return False
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        except OSError:
+            return False
+        return True
 
     def close(self) -> None:
         self.client.close()

@@ -166,20 +166,20 @@ def _recv(out: StreamOutcome, resp: object, conn: Connection) -> tuple[bytes, fl
     Reads the socket of geventhttpclient's response directly and lets its C parser strip chunked framing;
     b"" means the HTTP message is complete."""
     buf = resp._body_buffer  # type: ignore[attr-defined]
+    stamp: float | None = None
     while True:
         if buf:
             data = bytes(buf)
             del buf[:]
-            return data, perf_counter()
+            return data, stamp if stamp is not None and stamp > out.t0 else perf_counter()
         if resp.message_complete:  # type: ignore[attr-defined]
             return b"", perf_counter()
         sock = resp._sock  # type: ignore[attr-defined]
         if sock is None:
             raise HTTPConnectionClosed("connection closed")
-        now = perf_counter()
-        sock.settimeout(_recv_timeout(out, now, conn))
+        sock.settimeout(_recv_timeout(out, perf_counter(), conn))
         try:
-            data = sock.recv(65536)
+            data, stamp = conn.recv(sock, 65536)
         except TimeoutError:
             raise _timeout_class(out, perf_counter(), conn) from None
         if not data:

@@ -151,3 +151,38 @@ def test_full_accept_queue_is_a_connect_timeout():
                 s.close()
     assert out.status is ErrorClass.TIMEOUT_CONNECT, (out.status, out.message)
     assert 250 <= out.e2e_ms < 2000
+
+
+def test_arrival_is_stamped_by_the_kernel_even_when_the_worker_is_busy(mock):
+    """The worker's loop is blocked (CPU-bound work) while the first token arrives: the kernel's receive stamp still
+    gives the true arrival, so the load generator's own stall does not inflate TTFT. (When several packets wait
+    together, they share the newest one's stamp: an upper bound, still no later than the read.)"""
+    import time
+
+    ep = make_endpoint(mock.url + "/v1", provider="openai", model="mock-llm", api_key_env="none")
+    adapter = get_adapter("openai")
+    req = ChatRequest(
+        messages=[{"role": "user", "content": "hi"}],
+        max_tokens=8,
+        extra_headers={"x-mock": "ttft_ms=100,itl_ms=60,output_tokens=3"},
+    )
+    http = adapter.build(ep.base_path, ep.model, None, req)
+    conn = Connection(ep, FAST)
+    assert call(mock.url + "/v1", "openai", conn=conn)[0].status is ErrorClass.OK  # connection warm
+    assert conn.kernel_stamps
+
+    def hog() -> None:
+        gevent.sleep(0.05)
+        time.sleep(0.09)  # not gevent's sleep: blocks the whole loop from 50 to 140 ms, across the first token
+
+    g = gevent.spawn(hog)
+    start = time.perf_counter()
+    out = stream_call(conn, adapter, http)
+    wall_ms = (time.perf_counter() - start) * 1000
+    g.join()
+    assert out.status is ErrorClass.OK
+    assert wall_ms >= 215, (wall_ms, out.output_stamps_ms, out.e2e_ms)
+    assert 99 <= out.ttft_ms < 106, (
+        f"stamped at arrival (~100 ms), not when the loop got to it (~140 ms): {out.ttft_ms}"
+    )
+    assert out.output_stamps_ms[1] - out.output_stamps_ms[0] > 50
