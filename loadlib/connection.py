@@ -83,6 +83,16 @@ class Connection:
         self.clock_offset = time() - perf_counter()  # wall clock minus perf_counter, refreshed per request
         return self.client.request(method, path, body=body, headers=headers)
 
+    def preconnect(self) -> None:
+        """Open the keep-alive connection now, outside any timed request (best effort: a failure shows up, classified,
+        on the first request instead)."""
+        pool = self.client._connection_pool
+        try:
+            sock = pool.get_socket()
+        except Exception:  # reported, classified, by the first request
+            return
+        pool.return_socket(sock)
+
     def recv(self, sock: Any, size: int) -> tuple[bytes, float]:
         """Bytes from the socket and when they arrived, on the perf_counter clock.
 

@@ -28,6 +28,7 @@ class Runtime:
     worker_id: str
     max_tokens: int = 128
     estimate_every: int = 20
+    cold_connect: bool = False
     _ids: Any = field(default_factory=lambda: itertools.count(1))
 
     def next_request_id(self) -> str:
@@ -54,6 +55,7 @@ def build_runtime(environment: Any, require_key: bool = True) -> Runtime:
         worker_id=worker_id_of(environment),
         max_tokens=options.llm_max_tokens,
         estimate_every=options.llm_estimate_every,
+        cold_connect=options.llm_cold_connect,
     )
 
 

@@ -61,6 +61,14 @@ class LLMUser(FastHttpUser):
         self._connections: dict[str, Connection] = {}
         self._requests = 0
 
+    def run(self) -> None:
+        """Open this user's connection before its first timed request (unless --llm-cold-connect): a burst of users
+        starting together would otherwise put their connection set-up, and the server's accept queue, into the first
+        requests' TTFT, measuring the load generator's start-up instead of the endpoint."""
+        if not runtime(self.environment).cold_connect:
+            self.connection().preconnect()
+        super().run()
+
     def on_stop(self) -> None:
         for conn in self._connections.values():
             conn.close()
