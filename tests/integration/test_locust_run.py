@@ -110,3 +110,46 @@ def test_bad_input_is_one_clear_line(args, extra_env, needle):
     lines = [ln for ln in p.stderr.splitlines() if ln.startswith("error:")]
     assert len(lines) == 1 and needle in lines[0], p.stderr[-2000:]
     assert time.monotonic() - start < 30
+
+
+@pytest.mark.parametrize(
+    ("mock", "extra", "error_class"),
+    [
+        ("fault=drop,fault_rate=0.3,fault_at=3", (), "stream_broken"),
+        ("fault=stall,fault_rate=0.3,fault_at=3,stall_ms=1500", ("--llm-timeout-idle", "0.3"), "timeout_idle"),
+        ("fault=error_event,fault_rate=0.3,fault_at=3", (), "provider_error"),
+        ("fault=rate_limit,fault_rate=0.3", (), "rate_limited"),
+    ],
+)
+def test_a_misbehaving_server_is_recorded_and_survived(tmp_path, mock, extra, error_class):
+    """Faults at a 30 % rate through a whole headless run: counted by class in the summary and Locust's table, the
+    healthy requests still measured, no traceback, no hung user (the run ends on time)."""
+    summary, stats = tmp_path / "s.json", tmp_path / "locust"
+    start = time.monotonic()
+    p = run(
+        locust_cmd(
+            "--headless",
+            "-u",
+            "6",
+            "-r",
+            "6",
+            "-t",
+            "4s",
+            "--llm-summary",
+            str(summary),
+            "--json-file",
+            str(stats),
+            "--llm-mock",
+            f"ttft_ms=10,itl_ms=2,output_tokens=16,{mock}",
+            *extra,
+        )
+    )
+    assert time.monotonic() - start < 40
+    assert p.returncode == 1, "failures set Locust's exit code"
+    assert "Traceback" not in p.stderr and "Uncaught exception" not in p.stderr, p.stderr[-2000:]
+    total = load(summary)["total"]
+    assert set(total["errors"]) == {error_class}
+    assert 0 < total["errors"][error_class] < total["count"]
+    assert total["ok"] == total["count"] - total["errors_total"] > 0
+    locust_rows = load(str(stats) + ".json")
+    assert sum(e["num_failures"] for e in locust_rows) == total["errors_total"]
