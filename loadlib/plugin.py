@@ -24,6 +24,7 @@ from loadlib.metrics.saturation import SaturationThresholds, saturation_verdict
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table
 from loadlib.runtime import build_runtime
+from loadlib.scenarios.results import print_scenarios, scenario_summary
 from loadlib.sinks.plugin import install as install_sinks
 from loadlib.sinks.plugin import sink_stats
 
@@ -78,6 +79,7 @@ class LLMRun:
         }
         self.summary = build_summary(self.stats, self.duration_s(), verdict, meta)
         self.summary["sink"] = sink_stats(env)
+        self.summary["scenarios"] = scenario_summary(env, self.summary)
         return self.summary
 
 
@@ -201,6 +203,7 @@ def on_quit(environment: Any) -> None:
         run.stopped_at = time.time()
     summary = run.build_summary()
     print(render_table(summary), flush=True)
+    print_scenarios(summary)
     sink = summary.get("sink")
     if sink:
         print(

@@ -33,16 +33,28 @@ _HELP = {
     "fault_at": "output tokens sent before a mid-stream fault (stall, drop, malformed, error_event)",
     "stall_ms": "pause of the stall and hang_headers faults, ms",
     "retry_after_s": "Retry-After of the rate_limit fault, seconds",
+    "ttft_per_1k_prompt_ms": "extra TTFT per 1,000 prompt tokens, ms (prefill cost)",
+    "truncate_to": "silently cut prompts longer than N tokens and bill only N (0 = never)",
+    "json_valid_rate": "share of structured-output requests answered with schema-valid JSON, 0..1",
+    "nondeterminism_rate": "share of requests whose output differs from the request's usual output, 0..1",
 }
 
 EPILOG = """\
 Per-request overrides, same keys: header `x-mock: ttft_ms=5,fault=drop` or model name `gpt-4o::ttft_ms=5,fault=drop`.
+A model name ending in -<N>k (mock-8k, gpt-4-32k) has a context limit of N*1024 tokens unless overridden.
 Endpoints: POST /v1/chat/completions, POST /v1/messages, GET /health, GET /mock/stats,
 GET /mock/truth[?request_id=ID|limit=N], POST /mock/reset, GET|POST /mock/config.
 """
 
 
-_METAVARS = {"usage": "MODE", "fault": "FAULT", "fault_rate": "P", "retry_after_s": "S"}
+_METAVARS = {
+    "usage": "MODE",
+    "fault": "FAULT",
+    "fault_rate": "P",
+    "retry_after_s": "S",
+    "json_valid_rate": "P",
+    "nondeterminism_rate": "P",
+}
 
 
 def _port(text: str) -> int:

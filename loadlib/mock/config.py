@@ -8,6 +8,7 @@ an unknown key or a bad value raises `MockConfigError`, which the server answers
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,8 @@ FAULTS = (
 )
 USAGE_MODES = ("separate", "finish", "none")
 MODEL_SEPARATOR = "::"
+# A model named like `gpt-4-32k` or `mock-8k` has a context window of that many Ki tokens (per-model limits).
+_MODEL_CONTEXT = re.compile(r"-(\d{1,4})k$")
 
 
 class MockConfigError(ConfigError):
@@ -38,7 +41,12 @@ class MockConfigError(ConfigError):
 @dataclass(frozen=True, slots=True)
 class MockConfig:
     """What the mock does with one request. `itl_ms` is the gap between output events (tokens_per_event tokens
-    each); `fault_rate` None means 1 when a fault is set."""
+    each); `fault_rate` None means 1 when a fault is set.
+
+    Request-dependent realism: TTFT grows by `ttft_per_1k_prompt_ms` per 1,000 (billed) prompt tokens; a prompt
+    longer than `truncate_to` (> 0) is silently cut and billed at that many tokens; structured-output requests get
+    schema-valid JSON at `json_valid_rate`; `nondeterminism_rate` is the share of requests whose output differs from
+    what the same request gets otherwise (the output is a function of the request content)."""
 
     ttft_ms: float = 50.0
     itl_ms: float = 10.0
@@ -53,6 +61,10 @@ class MockConfig:
     fault_at: int = 5
     stall_ms: float = 2000.0
     retry_after_s: float = 1.0
+    ttft_per_1k_prompt_ms: float = 0.0
+    truncate_to: int = 0
+    json_valid_rate: float = 1.0
+    nondeterminism_rate: float = 0.0
 
     @property
     def effective_fault_rate(self) -> float:
@@ -120,6 +132,10 @@ CONVERTERS: dict[str, Callable[[str], Any]] = {
     "fault_at": _number("fault_at", int, 0),
     "stall_ms": _float("stall_ms"),
     "retry_after_s": _float("retry_after_s"),
+    "ttft_per_1k_prompt_ms": _float("ttft_per_1k_prompt_ms"),
+    "truncate_to": _number("truncate_to", int, 0),
+    "json_valid_rate": _float("json_valid_rate", 1.0),
+    "nondeterminism_rate": _float("nondeterminism_rate", 1.0),
 }
 KEYS = tuple(CONVERTERS)
 
@@ -151,10 +167,20 @@ def split_model(model: str) -> tuple[str, str | None]:
     return base, (spec if sep else None)
 
 
+def model_context_limit(model: str) -> int | None:
+    """Context window implied by the model name: `mock-8k` -> 8192, `gpt-4-32k` -> 32768; None without a suffix."""
+    m = _MODEL_CONTEXT.search(model)
+    return int(m.group(1)) * 1024 if m and int(m.group(1)) > 0 else None
+
+
 def resolve(base: MockConfig, header: str | None, model: str) -> tuple[MockConfig, str]:
-    """Server defaults < model-name suffix < `x-mock` header. Returns the config and the bare model name."""
+    """Server defaults < model-name context size (`-32k`) < model-name suffix < `x-mock` header. Returns the config
+    and the bare model name."""
     bare, spec = split_model(model)
     overrides: dict[str, Any] = {}
+    limit = model_context_limit(bare)
+    if limit is not None:
+        overrides["context_limit"] = limit
     if spec:
         overrides.update(parse_overrides(spec, "model suffix"))
     if header:

@@ -16,6 +16,9 @@ from loadlib.mock.config import MockConfig
 MID_STREAM_FAULTS = frozenset({"drop", "malformed", "error_event"})
 # Faults answered with an error status instead of a body.
 STATUS_FAULTS = {"rate_limit": 429, "http_500": 500, "http_503": 503}
+VARIANTS = 4096  # distinct alternative outputs a nondeterministic answer can take
+_GOLDEN = 0x9E3779B1
+_MASK = 0xFFFFFFFF
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,16 +69,56 @@ def choose_fault(cfg: MockConfig, rng: random.Random) -> str:
     return cfg.fault if rate >= 1.0 or rng.random() < rate else "none"
 
 
-def make_plan(cfg: MockConfig, max_tokens: int | None, rng: random.Random) -> Plan:
-    """Decide the fault, the number of tokens and every event's deadline for one request."""
+def billed_prompt_tokens(cfg: MockConfig, sent: int) -> int:
+    """Prompt tokens the server processes and bills: all of them, or `truncate_to` when it silently truncates."""
+    return sent if cfg.truncate_to <= 0 or sent <= cfg.truncate_to else cfg.truncate_to
+
+
+def draw_variant(cfg: MockConfig, rng: random.Random) -> int:
+    """0 for the request's usual output; another value (at `nondeterminism_rate`) for a different one. Draws no
+    random number when the rate is 0, so runs without nondeterminism keep their seeded sequence."""
+    rate = cfg.nondeterminism_rate
+    if rate <= 0.0:
+        return 0
+    return rng.randrange(1, VARIANTS) if rate >= 1.0 or rng.random() < rate else 0
+
+
+def output_seed(content_hash: int, variant: int, seed: int) -> int:
+    """Seed of a request's generated output: a function of its content, the variant and the server seed."""
+    return ((content_hash ^ (variant * _GOLDEN)) + seed) & _MASK
+
+
+def json_is_valid(cfg: MockConfig, out_seed: int) -> bool:
+    """Whether a structured answer is schema-valid: a deterministic coin of the output seed at `json_valid_rate`,
+    so repeating a request repeats its validity (temperature 0)."""
+    rate = cfg.json_valid_rate
+    if rate >= 1.0:
+        return True
+    if rate <= 0.0:
+        return False
+    return ((out_seed * 2654435761) & _MASK) / 4294967296.0 < rate
+
+
+def make_plan(
+    cfg: MockConfig,
+    max_tokens: int | None,
+    rng: random.Random,
+    prompt_tokens: int = 0,
+    natural_tokens: int | None = None,
+) -> Plan:
+    """Decide the fault, the number of tokens and every event's deadline for one request.
+
+    `prompt_tokens` (billed) add `ttft_per_1k_prompt_ms` to TTFT; `natural_tokens` is the length of an answer whose
+    content is fixed (structured JSON) and replaces `output_tokens`."""
     fault = choose_fault(cfg, rng)
-    wanted = 0 if fault == "empty" else cfg.output_tokens
+    wanted = 0 if fault == "empty" else (cfg.output_tokens if natural_tokens is None else natural_tokens)
     capped = max_tokens is not None and 0 <= max_tokens < wanted
     n = max_tokens if capped and max_tokens is not None else wanted
     k = cfg.tokens_per_event
     n_events = -(-n // k)
     start = cfg.stall_ms if fault == "hang_headers" else 0.0
-    ttft = start + _jittered(cfg.ttft_ms, cfg.ttft_jitter_ms, rng)
+    base_ttft = cfg.ttft_ms + cfg.ttft_per_1k_prompt_ms * prompt_tokens / 1000.0 if prompt_tokens else cfg.ttft_ms
+    ttft = start + _jittered(base_ttft, cfg.ttft_jitter_ms, rng)
     itl = cfg.itl_ms
     if n_events <= 0:
         offsets: list[float] = []

@@ -45,9 +45,18 @@ _AN_EVENT = _doubled([(_AN_HEAD + w + _AN_TAIL).encode() for w in WORDS])
 MAX_BATCH = CYCLE_LEN  # events per slice; the server batches far fewer
 
 
+def content_hash(content_key: bytes) -> int:
+    return zlib.crc32(content_key)
+
+
+def offset_of(content_hash: int, seed: int = 0, variant: int = 0) -> int:
+    """Where in the cycle a request's text starts; a nondeterministic variant shifts it."""
+    return (content_hash + seed + variant) % CYCLE_LEN
+
+
 def text_offset(content_key: bytes, seed: int = 0) -> int:
     """Where in the cycle a request's text starts: same prompt (and seed) -> same text."""
-    return (zlib.crc32(content_key) + seed) % CYCLE_LEN
+    return offset_of(content_hash(content_key), seed)
 
 
 def words(offset: int, n: int) -> list[str]:
@@ -72,20 +81,25 @@ def _named(event: str, obj: Any) -> bytes:
 
 
 class Stream:
-    """Per-request renderer. `events(a, b)` renders output events a..b-1 as one bytes object."""
+    """Per-request renderer. `events(a, b)` renders output events a..b-1 as one bytes object.
 
-    __slots__ = ("_custom", "_cycle", "_prefix", "k", "n", "offset")
+    `pieces` replaces the word cycle with fixed output tokens (a structured JSON answer)."""
 
-    def __init__(self, offset: int, n_tokens: int, k: int) -> None:
+    __slots__ = ("_custom", "_cycle", "_prefix", "k", "n", "offset", "pieces")
+
+    def __init__(self, offset: int, n_tokens: int, k: int, pieces: tuple[str, ...] | None = None) -> None:
         self.offset = offset
         self.n = n_tokens
         self.k = k
+        self.pieces = pieces
         self._prefix = b""
         self._cycle: tuple[bytes, ...] = ()
         self._custom: list[bytes] | None = None
 
     def _event_words(self, index: int) -> str:
         a = index * self.k
+        if self.pieces is not None:
+            return "".join(self.pieces[a : min(a + self.k, self.n)])
         return "".join(words(self.offset + a, min(self.k, self.n - a)))
 
     def events(self, a: int, b: int) -> bytes:
@@ -150,15 +164,16 @@ class OpenAIStream(Stream):
         prompt_tokens: int,
         include_usage: bool,
         usage_mode: str,
+        pieces: tuple[str, ...] | None = None,
     ) -> None:
-        super().__init__(offset, n_tokens, k)
+        super().__init__(offset, n_tokens, k, pieces)
         self._base = {"id": "chatcmpl-" + rid, "object": "chat.completion.chunk", "created": created, "model": model}
         head = _dumps(self._base)[:-1]
         self._prefix = b"data: " + head + b',"choices":[{"index":0,"delta":{"content":'
         self.prompt_tokens = prompt_tokens
         self.include_usage = include_usage
         self.usage_mode = usage_mode
-        if k == 1:
+        if k == 1 and pieces is None:
             self._prefix += b'"'
             self._cycle = _OA_SUFFIX
         else:
@@ -196,14 +211,22 @@ class OpenAIStream(Stream):
 
 class AnthropicStream(Stream):
     """Anthropic Messages events; with a forced tool, a tool_use block whose input_json_delta pieces spell
-    `{"text": "<the words>"}`."""
+    `{"text": "<the words>"}`, or the structured answer given as `pieces`."""
 
     __slots__ = ("_message", "prompt_tokens", "tool")
 
     def __init__(
-        self, rid: str, model: str, offset: int, n_tokens: int, k: int, prompt_tokens: int, tool: str | None
+        self,
+        rid: str,
+        model: str,
+        offset: int,
+        n_tokens: int,
+        k: int,
+        prompt_tokens: int,
+        tool: str | None,
+        pieces: tuple[str, ...] | None = None,
     ) -> None:
-        super().__init__(offset, n_tokens, k)
+        super().__init__(offset, n_tokens, k, pieces)
         self.prompt_tokens = prompt_tokens
         self.tool = tool
         self._message = {
@@ -224,7 +247,7 @@ class AnthropicStream(Stream):
         if tool is not None:
             n_events = -(-n_tokens // k)
             self._custom = [self._tool_event(i, n_events) for i in range(n_events)]
-        elif k == 1:
+        elif k == 1 and pieces is None:
             self._cycle = _AN_EVENT
         else:
             n_events = -(-n_tokens // k)
@@ -233,9 +256,11 @@ class AnthropicStream(Stream):
             ]
 
     def _tool_event(self, index: int, n_events: int) -> bytes:
-        piece = (
-            ('{"text": "' if index == 0 else "") + self._event_words(index) + ('"}' if index == n_events - 1 else "")
-        )
+        if self.pieces is not None:
+            piece = self._event_words(index)
+        else:
+            head = '{"text": "' if index == 0 else ""
+            piece = head + self._event_words(index) + ('"}' if index == n_events - 1 else "")
         delta = {"type": "input_json_delta", "partial_json": piece}
         return _named("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
 
@@ -291,12 +316,20 @@ def openai_body(
 
 
 def anthropic_body(
-    rid: str, model: str, content: str, stop_reason: str, tool: str | None, prompt: int, completion: int
+    rid: str,
+    model: str,
+    content: str,
+    stop_reason: str,
+    tool: str | None,
+    prompt: int,
+    completion: int,
+    tool_input: Any = None,
 ) -> bytes:
-    """Non-streamed message."""
+    """Non-streamed message. A forced tool's input is `tool_input` (a structured answer) or `{"text": content}`."""
     block: dict[str, Any]
     if tool is not None:
-        block = {"type": "tool_use", "id": "toolu_" + rid, "name": tool, "input": {"text": content}}
+        value = {"text": content} if tool_input is None else tool_input
+        block = {"type": "tool_use", "id": "toolu_" + rid, "name": tool, "input": value}
     else:
         block = {"type": "text", "text": content}
     usage = {

@@ -20,7 +20,15 @@ from loadlib.mock.config import MockConfig, MockConfigError, parse_overrides, re
 from loadlib.mock.connection import Connection
 from loadlib.mock.httpwire import RequestHead, response_head
 from loadlib.mock.jobs import BodyJob, StreamJob
-from loadlib.mock.plan import STATUS_FAULTS, Plan, make_plan
+from loadlib.mock.plan import (
+    STATUS_FAULTS,
+    Plan,
+    billed_prompt_tokens,
+    draw_variant,
+    json_is_valid,
+    make_plan,
+    output_seed,
+)
 from loadlib.mock.prompt import LARGE_PROMPT_BYTES, PromptCounter, chat_messages, content_key
 from loadlib.mock.render import (
     AnthropicStream,
@@ -28,13 +36,15 @@ from loadlib.mock.render import (
     Stream,
     anthropic_body,
     bad_request,
+    content_hash,
     context_error,
+    offset_of,
     openai_body,
     status_error,
     text,
-    text_offset,
 )
 from loadlib.mock.schedule import Scheduler
+from loadlib.mock.structured import answer_text, requested_schema, token_pieces
 from loadlib.mock.truth import Stats, TruthLog, TruthRecord
 from loadlib.tokens import get_encoding
 
@@ -64,6 +74,15 @@ def _forced_tool(body: dict[str, Any]) -> str | None:
         first = tools[0] if tools and isinstance(tools[0], dict) else {}
         return str(first.get("name") or "tool")
     return None
+
+
+def _tool_input(content: str) -> Any:
+    """A non-streamed tool_use input must be an object: a broken structured answer becomes an empty one."""
+    try:
+        value = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _max_tokens(api: str, body: dict[str, Any]) -> int | None:
@@ -302,14 +321,15 @@ class MockServer:
         rec.model = bare_model
         rec.stream = body.get("stream") is True
         key = content_key(messages)
-        rec.text_offset = text_offset(key, self.seed)
+        chash = content_hash(key)
+        rec.text_offset = offset_of(chash, self.seed)
 
         def proceed(prompt_tokens: int) -> None:
             if conn.closed:
                 self.truth.complete(rec, "client_closed")
                 return
             rec.prompt_tokens = prompt_tokens
-            self._respond_llm(conn, rec, api, body, cfg, bare_model, max_tokens, id_headers, t0)
+            self._respond_llm(conn, rec, api, body, cfg, bare_model, max_tokens, id_headers, t0, chash)
 
         cached = self.prompts.cached(key)
         if cached is not None:
@@ -352,12 +372,32 @@ class MockServer:
         max_tokens: int | None,
         id_headers: list[tuple[str, str]],
         t0: float,
+        chash: int = 0,
     ) -> None:
-        prompt_tokens = rec.prompt_tokens or 0
+        sent_tokens = rec.prompt_tokens or 0
+        prompt_tokens = billed_prompt_tokens(cfg, sent_tokens)
         if prompt_tokens > cfg.context_limit:
             self._reject(conn, rec, id_headers, 400, context_error(api, cfg.context_limit, prompt_tokens), t0)
             return
-        plan = make_plan(cfg, max_tokens, self.rng)
+        tool = _forced_tool(body) if api == "anthropic" else None
+        variant = draw_variant(cfg, self.rng)
+        if variant:
+            rec.text_offset = offset_of(chash, self.seed, variant)
+        extra_headers: list[tuple[str, str]] = []
+        pieces: tuple[str, ...] | None = None
+        answer: str | None = None
+        schema = requested_schema(api, body, tool)
+        if schema is not None:
+            out_seed = output_seed(chash, variant, self.seed)
+            valid = json_is_valid(cfg, out_seed)
+            answer = answer_text(schema, out_seed, valid)
+            pieces = token_pieces(answer)
+            extra_headers.append(("x-mock-json", "valid" if valid else "invalid"))
+        if variant:
+            extra_headers.append(("x-mock-variant", str(variant)))
+        if prompt_tokens != sent_tokens:
+            extra_headers.append(("x-mock-billed-prompt-tokens", str(prompt_tokens)))
+        plan = make_plan(cfg, max_tokens, self.rng, prompt_tokens, len(pieces) if pieces is not None else None)
         self._plan_into(rec, plan)
         if plan.fault != "none":
             self.stats.count_fault(plan.fault)
@@ -373,16 +413,23 @@ class MockServer:
             ("x-mock-planned-itl-ms", f"{cfg.itl_ms if mean_itl is None else mean_itl:.3f}"),
             ("x-mock-planned-output-tokens", str(plan.output_tokens)),
             ("x-mock-fault", plan.fault),
+            *extra_headers,
         ]
         rec.status = 200
         created = int(time.time())
         offset = rec.text_offset or 0
-        tool = _forced_tool(body) if api == "anthropic" else None
         if rec.stream:
             renderer: Stream
             if api == "anthropic":
                 renderer = AnthropicStream(
-                    rec.request_id, model, offset, plan.output_tokens, plan.tokens_per_event, prompt_tokens, tool
+                    rec.request_id,
+                    model,
+                    offset,
+                    plan.output_tokens,
+                    plan.tokens_per_event,
+                    prompt_tokens,
+                    tool,
+                    pieces,
                 )
             else:
                 opts = body.get("stream_options")
@@ -397,26 +444,39 @@ class MockServer:
                     prompt_tokens,
                     include_usage,
                     cfg.usage,
+                    pieces,
                 )
             head = response_head(200, SSE + headers, None, conn.keep_alive)
             StreamJob(self, conn, rec, renderer, plan, head, t0).start()
             return
-        status, payload = self._body(api, rec, plan, model, created, tool, cfg)
+        status, payload = self._body(api, rec, plan, model, created, tool, cfg, prompt_tokens, pieces)
         rec.status = status
         BodyJob(self, conn, rec, plan, status, [JSON, *headers], payload, t0).start()
 
     def _body(
-        self, api: str, rec: TruthRecord, plan: Plan, model: str, created: int, tool: str | None, cfg: MockConfig
+        self,
+        api: str,
+        rec: TruthRecord,
+        plan: Plan,
+        model: str,
+        created: int,
+        tool: str | None,
+        cfg: MockConfig,
+        prompt: int,
+        pieces: tuple[str, ...] | None,
     ) -> tuple[int, bytes]:
         """Non-streamed body. error_event becomes the provider's overloaded status; malformed a cut JSON body."""
         if plan.fault == "error_event":
             status = 529 if api == "anthropic" else 503
             return status, status_error(api, status)
-        content = text(rec.text_offset or 0, plan.output_tokens)
-        prompt = rec.prompt_tokens or 0
+        if pieces is not None:
+            content = "".join(pieces[: plan.output_tokens])
+        else:
+            content = text(rec.text_offset or 0, plan.output_tokens)
         if api == "anthropic":
             stop = "max_tokens" if plan.finish_reason == "length" else ("tool_use" if tool else "end_turn")
-            payload = anthropic_body(rec.request_id, model, content, stop, tool, prompt, plan.output_tokens)
+            tool_input = _tool_input(content) if pieces is not None else None
+            payload = anthropic_body(rec.request_id, model, content, stop, tool, prompt, plan.output_tokens, tool_input)
         else:
             payload = openai_body(
                 rec.request_id,

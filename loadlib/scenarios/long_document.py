@@ -1,0 +1,281 @@
+"""Long-document summarisation: documents of 4K to 128K tokens, three modes (--doc-mode).
+
+- whole: one request per document; the outcome is `fits`, `context_length_exceeded` (the provider's error), or
+  `truncated` when the server billed clearly fewer prompt tokens than we sent (fewer than --doc-truncation-ratio of
+  our estimate: silent truncation). Without usage the outcome is `unverified`.
+- chunked: map-reduce; the document is cut into chunks of --doc-chunk-tokens that overlap by --doc-overlap-tokens,
+  each chunk is summarised, then the summaries are combined. The overlap's cost is reported as chunk tokens sent
+  against document tokens.
+- probe: one request per size, doubling from 4,000 tokens until the endpoint refuses or truncates, then bisecting to
+  --doc-probe-resolution tokens: the endpoint's real context limit. Each probe user runs the search once.
+
+Documents are tokenised once when they are generated (or loaded); chunking and probe prefixes cut the token ids
+computed once at preparation, and prompt estimates are sums of per-message counts, never a recount.
+"""
+
+from __future__ import annotations
+
+from locust import events, task
+from locust.exception import StopUser
+
+import itertools
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from loadlib import data, tokens
+from loadlib.data import Document
+from loadlib.data.generate import document_text
+from loadlib.errors import ConfigError
+from loadlib.scenarios import results
+from loadlib.scenarios.base import ScenarioUser, install_preparation, memoised, parse_ints, positive, prompt_tokens
+from loadlib.scenarios.documents import FITS, Chunked, chunk_bounds, chunk_document, outcome_of, truncation_check
+from loadlib.user import Reply
+
+log = logging.getLogger("loadlib.scenarios")
+NAME = "long_document"
+MODES = ("whole", "chunked", "probe")
+SLO = {"ttft_p95_ms": 10000.0, "e2e_p95_ms": 60000.0}
+PROBE_START = 4000
+MAX_PROBE_ERRORS = 5  # other failures (timeouts, 5xx) tolerated before the probe gives up
+
+SUMMARY_INSTRUCTION = (
+    "You are an analyst. Summarise the document the user sends: its purpose, the parties or organisations involved, "
+    "the key obligations, figures and dates, and anything unusual or risky. Use at most ten bullet points."
+)
+MAP_INSTRUCTION = (
+    "You are an analyst summarising one part of a longer document. Summarise this part in at most five bullet "
+    "points, keeping figures, dates and defined terms exactly as written."
+)
+REDUCE_INSTRUCTION = (
+    "You are an analyst. The user sends summaries of consecutive parts of one document. Combine them into one "
+    "summary of at most ten bullet points, removing repetition caused by overlapping parts."
+)
+REDUCE_ASK = "Combine the part summaries above into the final summary of the whole document."
+
+
+def add_arguments(parser: Any) -> None:
+    parser.add_argument("--doc-mode", default="whole", choices=MODES, help="Long document: whole, chunked or probe.")
+    parser.add_argument(
+        "--doc-tokens",
+        default="4000,8000,16000,32000,64000,128000",
+        help="Long document: target sizes in tokens of the generated documents.",
+    )
+    parser.add_argument("--doc-per-size", type=int, default=1, help="Long document: documents per size.")
+    parser.add_argument("--doc-chunk-tokens", type=int, default=4000, help="Long document (chunked): chunk size.")
+    parser.add_argument(
+        "--doc-overlap-tokens", type=int, default=200, help="Long document (chunked): tokens shared by neighbours."
+    )
+    parser.add_argument("--doc-max-tokens", type=int, default=256, help="Long document: max_tokens of a summary.")
+    parser.add_argument(
+        "--doc-truncation-ratio",
+        type=float,
+        default=0.7,
+        help="Long document: billed/sent prompt tokens below this ratio count as silent truncation.",
+    )
+    parser.add_argument(
+        "--doc-probe-max", type=int, default=256000, help="Long document (probe): largest prompt to try, tokens."
+    )
+    parser.add_argument(
+        "--doc-probe-resolution", type=int, default=1000, help="Long document (probe): precision of the limit, tokens."
+    )
+    parser.add_argument(
+        "--doc-data-file", default="", help="Long document: JSONL of documents instead of generated ones."
+    )
+
+
+@dataclass(frozen=True)
+class DocContext:
+    mode: str
+    documents: tuple[Document, ...]
+    chunked: tuple[Chunked, ...]
+    probe_ids: tuple[int, ...]  # token ids of the probe document
+    max_tokens: int
+    truncation_ratio: float
+    probe_max: int
+    probe_resolution: int
+    instruction_tokens: dict[str, int]
+
+
+def _signature(opts: Any) -> tuple[Any, ...]:
+    return tuple(
+        getattr(opts, name)
+        for name in (
+            "doc_mode",
+            "doc_tokens",
+            "doc_per_size",
+            "doc_chunk_tokens",
+            "doc_overlap_tokens",
+            "doc_max_tokens",
+            "doc_truncation_ratio",
+            "doc_probe_max",
+            "doc_probe_resolution",
+            "doc_data_file",
+            "data_seed",
+            "data_cache_dir",
+        )
+    )
+
+
+def build_context(opts: Any) -> DocContext:
+    mode = str(opts.doc_mode)
+    if mode not in MODES:
+        raise ConfigError(f"--doc-mode must be one of {', '.join(MODES)}, got {mode!r}")
+    seed = int(opts.data_seed)
+    sizes = parse_ints(opts.doc_tokens, "--doc-tokens", minimum=100)
+    per_size = positive(int(opts.doc_per_size), "--doc-per-size")
+    chunk, overlap = int(opts.doc_chunk_tokens), int(opts.doc_overlap_tokens)
+    positive(chunk, "--doc-chunk-tokens")
+    positive(overlap, "--doc-overlap-tokens", 0)
+    ratio = float(opts.doc_truncation_ratio)
+    if not 0 < ratio <= 1:
+        raise ConfigError(f"--doc-truncation-ratio must be in (0, 1], got {ratio}")
+    docs: tuple[Document, ...] = ()
+    chunked: tuple[Chunked, ...] = ()
+    probe_ids: tuple[int, ...] = ()
+    if mode == "probe":
+        probe_max = positive(int(opts.doc_probe_max), "--doc-probe-max", PROBE_START)
+        text = document_text(seed, "contract", 0, probe_max + 1000)
+        probe_ids = tuple(tokens.get_encoding().encode(text, disallowed_special=()))
+    else:
+        docs = data.documents(seed, sizes, per_size, str(opts.data_cache_dir or ""), str(opts.doc_data_file or ""))
+        if mode == "chunked":
+            chunk_bounds(1, chunk, overlap)  # validates size > overlap
+            chunked = tuple(chunk_document(d, chunk, overlap) for d in docs)
+    return DocContext(
+        mode=mode,
+        documents=docs,
+        chunked=chunked,
+        probe_ids=probe_ids,
+        max_tokens=positive(int(opts.doc_max_tokens), "--doc-max-tokens"),
+        truncation_ratio=ratio,
+        probe_max=int(opts.doc_probe_max),
+        probe_resolution=positive(int(opts.doc_probe_resolution), "--doc-probe-resolution"),
+        instruction_tokens={
+            "summary": tokens.count_text(SUMMARY_INSTRUCTION),
+            "map": tokens.count_text(MAP_INSTRUCTION),
+            "reduce": tokens.count_text(REDUCE_INSTRUCTION),
+            "ask": tokens.count_text(REDUCE_ASK),
+        },
+    )
+
+
+def context(environment: Any) -> DocContext:
+    opts = environment.parsed_options
+    return memoised(environment, NAME, _signature(opts), lambda: build_context(opts))
+
+
+def validate(opts: Any) -> None:
+    if opts.doc_mode not in MODES:
+        raise ConfigError(f"--doc-mode must be one of {', '.join(MODES)}, got {opts.doc_mode!r}")
+    parse_ints(opts.doc_tokens, "--doc-tokens", minimum=100)
+    if opts.doc_mode == "chunked":
+        chunk_bounds(1, int(opts.doc_chunk_tokens), int(opts.doc_overlap_tokens))
+    if opts.doc_data_file:
+        data.documents(0, (100,), 1, "", str(opts.doc_data_file))
+
+
+class LongDocumentUser(ScenarioUser):
+    """An analyst summarising long documents, whole, map-reduce, or probing the context limit."""
+
+    abstract = False
+    scenario = NAME
+    _documents = itertools.count()
+
+    def on_start(self) -> None:
+        self.ctx = context(self.environment)
+        self.check = truncation_check(self.ctx.truncation_ratio)
+
+    def _summarise(self, system: str, system_tokens: int, parts: list[tuple[str, int]]) -> tuple[Reply, int]:
+        """One summary request: the instruction as system message, each part as its own user message (so the
+        prompt estimate is a sum of counts made earlier). Returns the reply and the estimate."""
+        messages = [{"role": "system", "content": system}] + [{"role": "user", "content": t} for t, _ in parts]
+        estimate = prompt_tokens(("system", system_tokens), *(("user", n) for _, n in parts))
+        reply = self.send(messages, prompt_tokens_est=estimate, max_tokens=self.ctx.max_tokens, check=self.check)
+        return reply, estimate
+
+    @task
+    def summarise(self) -> None:
+        mode = self.ctx.mode
+        if mode == "probe":
+            self._probe()
+        elif mode == "chunked":
+            self._chunked(self.ctx.chunked[next(LongDocumentUser._documents) % len(self.ctx.chunked)])
+        else:
+            doc = self.ctx.documents[next(LongDocumentUser._documents) % len(self.ctx.documents)]
+            reply, _ = self._summarise(
+                SUMMARY_INSTRUCTION, self.ctx.instruction_tokens["summary"], [(doc.text, doc.tokens)]
+            )
+            results.document_outcome(self.environment, "whole", outcome_of(reply.record))
+
+    def _chunked(self, item: Chunked) -> None:
+        ctx = self.ctx
+        summaries: list[tuple[str, int]] = []
+        sent = 0
+        chunk_tokens = 0
+        ok = True
+        for text, n in item.chunks:
+            reply, estimate = self._summarise(MAP_INSTRUCTION, ctx.instruction_tokens["map"], [(text, n)])
+            sent += estimate
+            chunk_tokens += n
+            if not reply.ok:
+                ok = False
+                break
+            out = reply.record.output_tokens
+            summaries.append((reply.text, out if out is not None else tokens.count_text(reply.text)))
+        if ok:
+            parts = [*summaries, (REDUCE_ASK, ctx.instruction_tokens["ask"])]
+            reply, estimate = self._summarise(REDUCE_INSTRUCTION, ctx.instruction_tokens["reduce"], parts)
+            sent += estimate
+            ok = reply.ok
+        results.chunked_document(self.environment, item.document.tokens, chunk_tokens, sent, len(item.chunks), ok)
+
+    def _probe_once(self, n: int) -> str:
+        """One probe request with the first `n` tokens of the probe document; records the prompt size sent."""
+        ids = self.ctx.probe_ids
+        text = tokens.get_encoding().decode_bytes(list(ids[:n])).decode("utf-8", "ignore")
+        reply, estimate = self._summarise(SUMMARY_INSTRUCTION, self.ctx.instruction_tokens["summary"], [(text, n)])
+        outcome = outcome_of(reply.record)
+        results.probe_step(self.environment, estimate, outcome, reply.record.prompt_tokens)
+        return outcome
+
+    def _probe(self) -> None:
+        """Double the document until the request fails, then bisect; then this user stops."""
+        ctx = self.ctx
+        limit = min(ctx.probe_max, len(ctx.probe_ids))
+        fit, fail, errors = 0, None, 0
+        n = min(PROBE_START, limit)
+        while fail is None and errors < MAX_PROBE_ERRORS:
+            outcome = self._probe_once(n)
+            if outcome == "error":
+                errors += 1
+            elif outcome in FITS:
+                fit = n
+                if n >= limit:
+                    break
+                n = min(n * 2, limit)
+            else:
+                fail = n
+        while fail is not None and fail - fit > ctx.probe_resolution and errors < MAX_PROBE_ERRORS:
+            mid = (fit + fail) // 2
+            outcome = self._probe_once(mid)
+            if outcome == "error":
+                errors += 1
+            elif outcome in FITS:
+                fit = mid
+            else:
+                fail = mid
+        log.info("loadlib: context probe done: largest fitting document %s tokens, smallest failing %s", fit, fail)
+        raise StopUser()
+
+
+def _install() -> None:
+    if getattr(events, "_loadlib_long_document_installed", False):
+        return
+    events._loadlib_long_document_installed = True
+    events.init_command_line_parser.add_listener(add_arguments)
+    results.SLO_DEFAULTS[NAME] = dict(SLO)
+    install_preparation(NAME, context, validate)
+
+
+_install()

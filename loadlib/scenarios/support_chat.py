@@ -1,0 +1,183 @@
+"""Support chat: customers hold multi-turn conversations with a support assistant.
+
+Each user runs one conversation at a time: a system prompt, then the customer's turns, each sent with the whole
+history, with think time between turns; follow-ups may quote the previous answer. Every request records its turn
+number and prompt tokens, so the summary shows how the prompt and TTFT grow with the conversation. A sweep
+(--chat-sweep) gives each new conversation the next system-prompt size of a list (100 to 2,000 tokens by default),
+so all sizes run side by side under the same load and TTFT p50/p95 per size show what a long system prompt costs.
+
+Prompt tokens are never counted from the whole history: the system prompt and static turns were counted when the
+data was generated, a turn that quotes the previous answer is counted alone (a few dozen tokens), and the previous
+answer's tokens come from the server's usage (or the count LLMUser makes after the stream ended).
+"""
+
+from __future__ import annotations
+
+from locust import events, task
+
+import itertools
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from loadlib import data, tokens
+from loadlib.data import Conversation
+from loadlib.scenarios import results
+from loadlib.scenarios.base import ScenarioUser, install_preparation, memoised, message_tokens, parse_range, positive
+from loadlib.scenarios.conversation import Dialogue, sweep_sizes
+
+NAME = "support_chat"
+SLO = {"ttft_p95_ms": 150.0, "error_rate": 0.01}
+
+
+def add_arguments(parser: Any) -> None:
+    parser.add_argument("--chat-turns", type=int, default=4, help="Support chat: customer turns per conversation.")
+    parser.add_argument(
+        "--chat-conversations", type=int, default=60, help="Support chat: distinct generated conversations."
+    )
+    parser.add_argument(
+        "--chat-system-tokens", type=int, default=400, help="Support chat: system prompt length in tokens."
+    )
+    parser.add_argument(
+        "--chat-think-time", default="1-3", help="Support chat: seconds between turns, e.g. 2 or 1-3 (closed loop)."
+    )
+    parser.add_argument(
+        "--chat-sweep",
+        default="",
+        help="Support chat: system-prompt sizes to sweep, e.g. 100,500,2000, or 'on' for 100,250,500,1000,2000 "
+        "(each new conversation takes the next size; TTFT is reported per size).",
+    )
+    parser.add_argument(
+        "--chat-max-tokens", type=int, default=0, help="Support chat: max_tokens (0 = --llm-max-tokens)."
+    )
+    parser.add_argument(
+        "--chat-data-file",
+        default="",
+        help="Support chat: JSONL of conversations instead of generated ones (docs/scenarios.md).",
+    )
+
+
+@dataclass(frozen=True)
+class ChatContext:
+    conversations: tuple[Conversation, ...]
+    systems: dict[int, tuple[str, int]]  # system-prompt size -> (text, tokens)
+    default_system: int
+    sweep: tuple[int, ...]
+    turns: int
+    think: tuple[float, float]
+    max_tokens: int | None
+
+
+def _signature(opts: Any) -> tuple[Any, ...]:
+    return (
+        opts.chat_turns,
+        opts.chat_conversations,
+        opts.chat_system_tokens,
+        opts.chat_think_time,
+        opts.chat_sweep,
+        opts.chat_max_tokens,
+        opts.chat_data_file,
+        opts.data_seed,
+        opts.data_cache_dir,
+    )
+
+
+def build_context(opts: Any) -> ChatContext:
+    turns = positive(int(opts.chat_turns), "--chat-turns")
+    count = positive(int(opts.chat_conversations), "--chat-conversations")
+    system_size = positive(int(opts.chat_system_tokens), "--chat-system-tokens")
+    seed = int(opts.data_seed)
+    convs = data.conversations(seed, count, turns, str(opts.data_cache_dir or ""), str(opts.chat_data_file or ""))
+    sweep = sweep_sizes(opts.chat_sweep)
+    systems = {size: data.system_prompt(seed, size) for size in {system_size, *sweep}}
+    return ChatContext(
+        conversations=convs,
+        systems=systems,
+        default_system=system_size,
+        sweep=sweep,
+        turns=turns,
+        think=parse_range(opts.chat_think_time, "--chat-think-time"),
+        max_tokens=int(opts.chat_max_tokens) or None,
+    )
+
+
+def context(environment: Any) -> ChatContext:
+    opts = environment.parsed_options
+    return memoised(environment, NAME, _signature(opts), lambda: build_context(opts))
+
+
+def validate(opts: Any) -> None:
+    if opts.chat_data_file:
+        data.conversations(0, 1, 1, "", str(opts.chat_data_file))
+    sweep_sizes(opts.chat_sweep)
+    parse_range(opts.chat_think_time, "--chat-think-time")
+
+
+class SupportChatUser(ScenarioUser):
+    """A customer talking to support: one conversation after another, a turn per task, think time between."""
+
+    abstract = False
+    scenario = NAME
+    _conversations = itertools.count()
+
+    def on_start(self) -> None:
+        self.ctx = context(self.environment)
+        self.rng = random.Random(self.user_index)
+        self.dialogue: Dialogue | None = None
+
+    def think_time(self) -> float:
+        low, high = self.ctx.think
+        return self.rng.uniform(low, high)
+
+    def _new_dialogue(self) -> Dialogue:
+        i = next(SupportChatUser._conversations)
+        ctx = self.ctx
+        step = ctx.sweep[i % len(ctx.sweep)] if ctx.sweep else None
+        conv = ctx.conversations[i % len(ctx.conversations)]
+        results.conversation(self.environment, "started")
+        return Dialogue(conv, ctx.systems[step if step is not None else ctx.default_system], step)
+
+    @task
+    def turn(self) -> None:
+        d = self.dialogue
+        if d is None or d.done or d.turn >= self.ctx.turns:
+            d = self.dialogue = self._new_dialogue()
+        user, user_tokens = d.next_message()
+        estimate = d.history_tokens + message_tokens("user", user_tokens) + tokens.REPLY_PRIMING
+        reply = self.send(
+            [*d.messages, user],
+            prompt_tokens_est=estimate,
+            turn=d.turn + 1,
+            max_tokens=self.ctx.max_tokens,
+        )
+        record = reply.record
+        results.chat_turn(
+            self.environment,
+            d.turn + 1,
+            record.input_tokens,
+            record.ttft_ms if record.ok else None,
+            d.step,
+        )
+        if not reply.ok:
+            results.conversation(self.environment, "abandoned")
+            self.dialogue = None
+            return
+        answer = reply.text
+        answer_tokens = record.output_tokens
+        if answer_tokens is None:
+            answer_tokens = tokens.count_text(answer) if answer else 0
+        d.answered(user, user_tokens, answer, answer_tokens)
+        if d.done or d.turn >= self.ctx.turns:
+            results.conversation(self.environment, "completed")
+
+
+def _install() -> None:
+    if getattr(events, "_loadlib_support_chat_installed", False):
+        return
+    events._loadlib_support_chat_installed = True
+    events.init_command_line_parser.add_listener(add_arguments)
+    results.SLO_DEFAULTS[NAME] = dict(SLO)
+    install_preparation(NAME, context, validate)
+
+
+_install()
