@@ -177,9 +177,11 @@ def _recv(out: StreamOutcome, resp: object, conn: Connection) -> tuple[bytes, fl
         sock = resp._sock  # type: ignore[attr-defined]
         if sock is None:
             raise HTTPConnectionClosed("connection closed")
-        sock.settimeout(_recv_timeout(out, perf_counter(), conn))
+        if sock.timeout is not None:
+            sock.settimeout(None)  # deadlines come from the connection's watchdog, not a Timeout per wait
+        now = perf_counter()
         try:
-            data, stamp = conn.recv(sock, 65536)
+            data, stamp = conn.recv(sock, 65536, now + _recv_timeout(out, now, conn))
         except TimeoutError:
             raise _timeout_class(out, perf_counter(), conn) from None
         if not data:
