@@ -65,10 +65,13 @@ def resolve_path(template: str, run_id: str, worker: str) -> Path:
 
 
 class AuditLog:
-    """Buffered append-only JSONL writer. `lines` counts every line accepted (written or still buffered)."""
+    """Buffered append-only JSONL writer. `lines` counts every line accepted (written or still buffered).
 
-    def __init__(self, path: Path, flush_interval_s: float = FLUSH_INTERVAL_S) -> None:
+    `line` turns a record into the dict written (default: the audit entry; the per-request export passes its own)."""
+
+    def __init__(self, path: Path, flush_interval_s: float = FLUSH_INTERVAL_S, line: Any = audit_line) -> None:
         self.path = path
+        self._line = line
         self.flush_interval_s = flush_interval_s
         self.lines = 0
         self._buffer: list[bytes] = []
@@ -76,7 +79,7 @@ class AuditLog:
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def add(self, record: RequestRecord, **extra: Any) -> None:
-        self._buffer.append(orjson.dumps(audit_line(record, **extra)) + b"\n")
+        self._buffer.append(orjson.dumps(self._line(record, **extra)) + b"\n")
         self.lines += 1
 
     def flush(self) -> None:

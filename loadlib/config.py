@@ -179,6 +179,14 @@ def add_arguments(parser: Any) -> None:
         help="Write the end-of-run LLM summary as JSON to this file.",
     )
     g.add_argument(
+        "--llm-records",
+        env_var="LLM_RECORDS",
+        default="",
+        include_in_web_ui=False,
+        help="Write every request's record (timings, ITLs, tokens, cost, status; no prompt or output text) as JSON "
+        "lines to this file; {run_id} and {worker} in the path are filled in (workers on one machine may share it).",
+    )
+    g.add_argument(
         "--llm-mock",
         env_var="LLM_MOCK",
         default="",

@@ -24,6 +24,7 @@ from loadlib.metrics.histogram import Histogram
 from loadlib.metrics.saturation import SaturationThresholds, saturation_verdict
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table
+from loadlib.records_export import open_export
 from loadlib.runtime import build_runtime
 from loadlib.scenarios.results import print_scenarios, scenario_summary
 from loadlib.sinks.plugin import install as install_sinks
@@ -44,6 +45,7 @@ class LLMRun:
         self.cpu = Histogram()
         self.sampler: HealthSampler | None = None
         self.mock: Any = None
+        self.export: Any = None
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self.summary: dict[str, Any] | None = None
@@ -167,6 +169,10 @@ def on_test_start(environment: Any, **_: Any) -> None:
     if run.sampler is None:
         run.sampler = HealthSampler(environment)
     run.sampler.start()
+    template = environment.parsed_options.llm_records
+    if template and run.export is None:
+        rt = environment._llm_runtime
+        run.export = open_export(template, rt.run_id, rt.worker_id)
     _quiet_gc()
 
 
@@ -181,10 +187,15 @@ def _quiet_gc() -> None:
 def on_test_stop(environment: Any, **_: Any) -> None:
     run = llm_run(environment)
     run.stopped_at = time.time()
+    if run.export is not None:
+        run.export.flush()
 
 
 def on_record(environment: Any, record: Any) -> None:
-    llm_run(environment).stats.add(record)
+    run = llm_run(environment)
+    run.stats.add(record)
+    if run.export is not None:
+        run.export.add(record)
 
 
 def on_report_to_master(environment: Any, data: dict[str, Any], **_: Any) -> None:
@@ -205,10 +216,11 @@ def on_worker_report(environment: Any, data: dict[str, Any], **_: Any) -> None:
 
 def on_quit(environment: Any) -> None:
     run = llm_run(environment)
+    if run.export is not None:
+        run.export.close()
+        run.export = None
     if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
         return
-    if run.started_at is None:
-        run.stopped_at = None
     if run.stopped_at is None:
         run.stopped_at = time.time()
     summary = run.build_summary()
