@@ -153,3 +153,23 @@ def test_a_misbehaving_server_is_recorded_and_survived(tmp_path, mock, extra, er
     assert total["ok"] == total["count"] - total["errors_total"] > 0
     locust_rows = load(str(stats) + ".json")
     assert sum(e["num_failures"] for e in locust_rows) == total["errors_total"]
+
+
+def test_python_m_loadlib_help_lists_every_added_option():
+    """Locust prints --help before importing the locustfile, so loadlib has its own help for its options."""
+    import sys
+
+    p = run([sys.executable, "-m", "loadlib", "--help"], timeout=60)
+    assert p.returncode == 0, p.stderr[-2000:]
+    for option in (
+        "--llm-provider",
+        "--llm-summary",
+        "--llm-records",
+        "--influx-url",
+        "--chat-turns",
+        "--doc-mode",
+        "--audit-file",
+        "--arrival-rate",
+    ):
+        assert option in p.stdout, option
+    assert "--version" not in p.stdout
