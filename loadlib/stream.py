@@ -54,7 +54,6 @@ class StreamOutcome:
     result: StreamResult | None = None
     server_request_id: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    reused_connection: bool = True
 
 
 class _Deadline(Exception):
@@ -87,18 +86,15 @@ def _recv_timeout(out: StreamOutcome, now: float, conn: Connection) -> float:
 def stream_call(conn: Connection, adapter: Adapter, req: HttpRequest) -> StreamOutcome:
     """Perform one attempt. Never raises for network or protocol trouble: it is classified in the outcome."""
     out = StreamOutcome()
-    connects_before = conn.connects
     out.t0 = t0 = perf_counter()
     try:
         resp = conn.request(req.method, req.path, req.body, req.headers)
     except Exception as exc:
         _classify_send_failure(out, exc, conn)
         out.e2e_ms = (perf_counter() - t0) * 1000.0
-        out.reused_connection = conn.connects == connects_before
         return out
     now = perf_counter()
     out.ttfb_ms = (now - t0) * 1000.0
-    out.reused_connection = conn.connects == connects_before
     out.http_status = status = resp.status_code
     headers = {k.lower(): v for k, v in resp.items()}
     out.headers = {k: headers[k] for k in RATE_LIMIT_HEADERS if k in headers}

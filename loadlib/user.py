@@ -81,11 +81,6 @@ class LLMUser(FastHttpUser):
             conn = self._connections[rt.endpoint.name] = Connection(rt.endpoint, rt.timeouts)
         return conn
 
-    @property
-    def connects(self) -> int:
-        """TCP connections this user has opened (≈ 1 per endpoint when bodies are drained and reused)."""
-        return sum(c.connects for c in self._connections.values())
-
     def chat(
         self,
         messages: list[dict[str, Any]],

@@ -132,6 +132,18 @@ def _request_tags(values: tuple[str, ...]) -> str:
     return tags
 
 
+# Fields written in this order, each only when present: milliseconds as floats, token counts as integers.
+_MS_FIELDS = ("ttfb_ms", "first_event_ms", "ttft_ms", "ttfo_ms", "e2e_ms", "tpot_ms")
+_TOKEN_FIELDS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "prompt_tokens_est",
+    "completion_tokens_est",
+    "cached_prompt_tokens",
+    "reasoning_tokens",
+)
+
+
 def request_line(record: RequestRecord, run_id: str = "", worker: str = "") -> str:
     """One `llm_request` point for a request attempt, stamped with its start time (ns).
 
@@ -153,24 +165,10 @@ def request_line(record: RequestRecord, run_id: str = "", worker: str = "") -> s
     out: list[str] = []
     add = out.append
     # ms values keep 3 decimals (1 µs); a finite check is `v - v == 0` (false for inf and nan)
-    v = r.ttfb_ms
-    if v is not None and v - v == 0:
-        add(f"ttfb_ms={v:.3f}")
-    v = r.first_event_ms
-    if v is not None and v - v == 0:
-        add(f"first_event_ms={v:.3f}")
-    v = r.ttft_ms
-    if v is not None and v - v == 0:
-        add(f"ttft_ms={v:.3f}")
-    v = r.ttfo_ms
-    if v is not None and v - v == 0:
-        add(f"ttfo_ms={v:.3f}")
-    v = r.e2e_ms
-    if v is not None and v - v == 0:
-        add(f"e2e_ms={v:.3f}")
-    v = r.tpot_ms
-    if v is not None and v - v == 0:
-        add(f"tpot_ms={v:.3f}")
+    for name in _MS_FIELDS:
+        v = getattr(r, name)
+        if v is not None and v - v == 0:
+            add(f"{name}={v:.3f}")
     itl = r.itl_ms
     if itl:
         mean, peak = sum(itl) / len(itl), max(itl)
@@ -179,21 +177,12 @@ def request_line(record: RequestRecord, run_id: str = "", worker: str = "") -> s
     v = r.schedule_lag_ms
     if v is not None and v - v == 0:
         add(f"schedule_lag_ms={v:.3f}")
-    if r.prompt_tokens is not None:
-        add(f"prompt_tokens={int(r.prompt_tokens)}i")
-    if r.completion_tokens is not None:
-        add(f"completion_tokens={int(r.completion_tokens)}i")
-    if r.prompt_tokens_est is not None:
-        add(f"prompt_tokens_est={int(r.prompt_tokens_est)}i")
-    if r.completion_tokens_est is not None:
-        add(f"completion_tokens_est={int(r.completion_tokens_est)}i")
-    if r.cached_prompt_tokens is not None:
-        add(f"cached_prompt_tokens={int(r.cached_prompt_tokens)}i")
-    if r.reasoning_tokens is not None:
-        add(f"reasoning_tokens={int(r.reasoning_tokens)}i")
-    output_tokens = r.completion_tokens if r.completion_tokens is not None else r.completion_tokens_est
-    if output_tokens is not None:
-        add(f"output_tokens={int(output_tokens)}i")
+    for name in _TOKEN_FIELDS:
+        n = getattr(r, name)
+        if n is not None:
+            add(f"{name}={int(n)}i")
+    if r.output_tokens is not None:  # the server's count, else our estimate
+        add(f"output_tokens={int(r.output_tokens)}i")
     v = r.cost_usd
     if v is not None and v - v == 0:
         add(f"cost_usd={float(v)!r}")
