@@ -19,6 +19,7 @@ from typing import Any
 
 from geventhttpclient import HTTPClient
 
+from loadlib.arrival import STAMPER
 from loadlib.config import Endpoint, Timeouts
 
 _select = get_original("select", "select")
@@ -133,27 +134,49 @@ class Connection:
             return
         pool.return_socket(sock)
 
-    def recv(self, sock: Any, size: int, deadline: float) -> tuple[bytes, float]:
+    def recv(self, sock: Any, size: int, deadline: float, first: bool = False) -> tuple[bytes, float, float]:
         """Bytes from the socket and when they arrived, on the perf_counter clock; TimeoutError past `deadline`.
 
-        With kernel stamps, the arrival is the kernel's stamp of the newest packet read (never later than now);
-        otherwise (TLS, other platforms) the moment recv returned. The socket must have no timeout of its own."""
+        Returns (data, first byte's arrival, last byte's arrival), both upper bounds, never later than now. With
+        kernel stamps, the last is the kernel's stamp of the newest packet read; `first=True` (a read the stream's
+        first token may be in) also has the arrival thread stamp the first unread byte before later packets merge
+        into it (see loadlib.arrival). Without kernel stamps (TLS, other platforms) both are the moment recv returned.
+        The socket must have no timeout of its own."""
         me = getcurrent()
         _WATCHDOG.arm(me, deadline)
-        try:
-            if not self.kernel_stamps:
+        if not self.kernel_stamps:
+            try:
                 data = sock.recv(size)
-                return data, perf_counter()
-            data, ancillary, _, _ = sock.recvmsg(size, _ANCILLARY)
+            finally:
+                _WATCHDOG.disarm(me)
+            now = perf_counter()
+            return data, now, now
+        early = None
+        try:
+            if first:  # bytes already waiting gain nothing from the thread; arm it only to wait
+                raw = sock._sock
+                try:
+                    data, ancillary, _, _ = raw.recvmsg(size, _ANCILLARY)
+                except BlockingIOError:
+                    slot = STAMPER.arm(raw)
+                    try:
+                        data, ancillary, _, _ = sock.recvmsg(size, _ANCILLARY)
+                    finally:
+                        early = STAMPER.disarm(raw, slot) if slot is not None else None
+            else:
+                data, ancillary, _, _ = sock.recvmsg(size, _ANCILLARY)
         finally:
             _WATCHDOG.disarm(me)
         now = perf_counter()
+        last = now
         for level, kind, payload in ancillary:
             if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
                 sec, nsec = _TIMESPEC.unpack_from(payload)
-                stamp = sec + nsec * 1e-9 - self.clock_offset
-                return data, stamp if stamp < now else now
-        return data, now
+                last = min(sec + nsec * 1e-9 - self.clock_offset, now)
+                break
+        if early is not None:
+            return data, min(early - self.clock_offset, last), last
+        return data, last, last
 
     def _enable_kernel_stamps(self, sock: Any) -> bool:
         if _SO_TIMESTAMPNS is None or self.endpoint.scheme == "https":

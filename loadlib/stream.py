@@ -156,20 +156,25 @@ def _classify_send_failure(out: StreamOutcome, exc: Exception, conn: Connection)
     out.status, out.message = ErrorClass.CONNECT_ERROR, f"connection closed before the response ({name})"
 
 
-def _recv(out: StreamOutcome, resp: object, conn: Connection) -> tuple[bytes, float]:
-    """Next bytes of the body as they arrive (never waits for a fixed size), and when they arrived.
+def _recv(out: StreamOutcome, resp: object, conn: Connection, first: bool = False) -> tuple[bytes, float, float]:
+    """Next bytes of the body as they arrive (never waits for a fixed size), with the arrival of their first and
+    of their last byte (see `Connection.recv`; `first=True` while the stream's first token is awaited).
 
     Reads the socket of geventhttpclient's response directly and lets its C parser strip chunked framing;
     b"" means the HTTP message is complete."""
     buf = resp._body_buffer  # type: ignore[attr-defined]
-    stamp: float | None = None
+    start = stamp = 0.0
     while True:
         if buf:
             data = bytes(buf)
             del buf[:]
-            return data, stamp if stamp is not None and stamp > out.t0 else perf_counter()
+            if stamp > out.t0:
+                return data, start, stamp
+            now = perf_counter()
+            return data, now, now
         if resp.message_complete:  # type: ignore[attr-defined]
-            return b"", perf_counter()
+            now = perf_counter()
+            return b"", now, now
         sock = resp._sock  # type: ignore[attr-defined]
         if sock is None:
             raise HTTPConnectionClosed("connection closed")
@@ -177,7 +182,7 @@ def _recv(out: StreamOutcome, resp: object, conn: Connection) -> tuple[bytes, fl
             sock.settimeout(None)  # deadlines come from the connection's watchdog, not a Timeout per wait
         now = perf_counter()
         try:
-            data, stamp = conn.recv(sock, 65536, now + _recv_timeout(out, now, conn))
+            data, start, stamp = conn.recv(sock, 65536, now + _recv_timeout(out, now, conn), first)
         except TimeoutError:
             raise _timeout_class(out, perf_counter(), conn) from None
         if not data:
@@ -189,7 +194,7 @@ def _recv(out: StreamOutcome, resp: object, conn: Connection) -> tuple[bytes, fl
 def _read_error(out: StreamOutcome, resp: object, adapter: Adapter, conn: Connection) -> None:
     body = bytearray()
     while len(body) < MAX_ERROR_BODY:
-        data, _ = _recv(out, resp, conn)
+        data, _, _ = _recv(out, resp, conn)
         if not data:
             break
         body += data
@@ -221,15 +226,20 @@ def _read_stream(out: StreamOutcome, resp: object, adapter: Adapter, conn: Conne
     while True:
         if terminal_at is not None:
             try:
-                data, now = _recv(out, resp, conn)
+                data, _, now = _recv(out, resp, conn)
             except (_Deadline, HTTPConnectionClosed, HTTPParseError, OSError):
                 _discard(resp)  # terminal event seen; only the connection's reuse is lost
                 break
+            events = decoder.feed(data, now)
         else:
-            data, now = _recv(out, resp, conn)
+            data, start, now = _recv(out, resp, conn, out.ttft_ms is None)
+            if start < now:  # the first byte arrived before the rest: an event starting with it carries its stamp
+                events = [*decoder.feed(data[:1], start), *decoder.feed(data[1:], now)]
+            else:
+                events = decoder.feed(data, now)
         if not data:
             break
-        for stamp, event, payload in decoder.feed(data, now):
+        for stamp, event, payload in events:
             out.events += 1
             if out.first_event_ms is None:
                 out.first_event_ms = (stamp - t0) * ms
@@ -275,7 +285,7 @@ def _read_whole_body(out: StreamOutcome, resp: object, adapter: Adapter, conn: C
     """A non-streaming JSON response: TTFT is when the whole body has arrived."""
     body = bytearray()
     while True:
-        data, now = _recv(out, resp, conn)
+        data, _, now = _recv(out, resp, conn)
         if not data:
             break
         body += data

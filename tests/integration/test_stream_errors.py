@@ -184,3 +184,31 @@ def test_arrival_is_stamped_by_the_kernel_even_when_the_worker_is_busy(mock):
     assert wall_ms >= 215, (wall_ms, out.output_stamps_ms, out.e2e_ms)
     assert 99 <= out.ttft_ms < 106, f"stamped at arrival (~100 ms), not when the loop ran (~140 ms): {out.ttft_ms}"
     assert out.output_stamps_ms[1] - out.output_stamps_ms[0] > 50
+
+
+def test_first_token_keeps_its_own_arrival_when_later_tokens_arrive_before_the_busy_worker_reads() -> None:
+    """Tokens every 10 ms, and the worker's loop busy (CPU-bound Python) from 50 to 150 ms, across the first token at
+    100 ms: by the time the stream is read, TCP has merged tokens 1-5 under the newest stamp (~140 ms). The arrival
+    thread peeked at the first one as it came, so TTFT is still ~100 ms (DESIGN.md section 2: arrival, not reading)."""
+    import time
+
+    with start_subprocess(MockConfig(ttft_ms=100, itl_ms=10, output_tokens=8)) as m:
+        ep = make_endpoint(m.url + "/v1", provider="openai", model="mock-llm", api_key_env="none")
+        adapter = get_adapter("openai")
+        http = adapter.build(ep.base_path, ep.model, None, ChatRequest(messages=[{"role": "user", "content": "hi"}]))
+        conn = Connection(ep, FAST)
+        assert call(m.url + "/v1", "openai", conn=conn)[0].status is ErrorClass.OK  # connection warm
+        assert conn.kernel_stamps
+
+        def hog() -> None:
+            gevent.sleep(0.05)
+            end = time.perf_counter() + 0.1
+            while time.perf_counter() < end:
+                pass
+
+        g = gevent.spawn(hog)
+        out = stream_call(conn, adapter, http)
+        g.join()
+    assert out.status is ErrorClass.OK
+    assert 99 <= out.ttft_ms < 104, f"the first token's own arrival (~100 ms), not the merged read's: {out.ttft_ms}"
+    assert out.output_stamps_ms[1] >= 135, f"tokens read together carry the newest stamp: {out.output_stamps_ms}"
