@@ -115,14 +115,45 @@ class Connection:
             self.kernel_stamps = self._enable_kernel_stamps(sock)
             return sock
 
+        self._requesting = False
+        self._response_slot: tuple[Any, list[float | None]] | None = None
+        get_socket = pool.get_socket
+
+        def armed_get_socket() -> Any:
+            sock = get_socket()
+            if self._requesting and self.kernel_stamps:  # the response's first byte: TTFB by its arrival
+                self._disarm_response()
+                slot = STAMPER.arm(sock._sock)
+                if slot is not None:
+                    self._response_slot = (sock._sock, slot)
+            return sock
+
         pool._create_socket = counted_create
         pool._is_socket_alive = _idle_socket_alive
+        pool.get_socket = armed_get_socket
 
-    def request(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> Any:
-        """Send and return the response once its headers are read (body unread)."""
+    def request(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[Any, float]:
+        """Send; return the response once its headers are read (body unread) and when its first byte arrived (an
+        upper bound, on the perf_counter clock: the arrival thread's stamp, else the moment the headers were read)."""
         self.connecting = False
         self.clock_offset = time() - perf_counter()  # wall clock minus perf_counter, refreshed per request
-        return self.client.request(method, path, body=body, headers=headers)
+        self._requesting = True
+        try:
+            resp = self.client.request(method, path, body=body, headers=headers)
+        finally:
+            self._requesting = False
+            early = self._disarm_response()
+        now = perf_counter()
+        if early is not None:
+            return resp, min(early - self.clock_offset, now)
+        return resp, now
+
+    def _disarm_response(self) -> float | None:
+        if self._response_slot is None:
+            return None
+        raw, slot = self._response_slot
+        self._response_slot = None
+        return STAMPER.disarm(raw, slot)
 
     def preconnect(self) -> None:
         """Open the keep-alive connection now, outside any timed request (best effort: a failure shows up, classified,

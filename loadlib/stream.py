@@ -88,13 +88,12 @@ def stream_call(conn: Connection, adapter: Adapter, req: HttpRequest) -> StreamO
     out = StreamOutcome()
     out.t0 = t0 = perf_counter()
     try:
-        resp = conn.request(req.method, req.path, req.body, req.headers)
+        resp, arrived = conn.request(req.method, req.path, req.body, req.headers)
     except Exception as exc:
         _classify_send_failure(out, exc, conn)
         out.e2e_ms = (perf_counter() - t0) * 1000.0
         return out
-    now = perf_counter()
-    out.ttfb_ms = (now - t0) * 1000.0
+    out.ttfb_ms = (arrived - t0) * 1000.0
     out.http_status = status = resp.status_code
     headers = {k.lower(): v for k, v in resp.items()}
     out.headers = {k: headers[k] for k in RATE_LIMIT_HEADERS if k in headers}

@@ -212,3 +212,24 @@ def test_first_token_keeps_its_own_arrival_when_later_tokens_arrive_before_the_b
     assert out.status is ErrorClass.OK
     assert 99 <= out.ttft_ms < 104, f"the first token's own arrival (~100 ms), not the merged read's: {out.ttft_ms}"
     assert out.output_stamps_ms[1] >= 135, f"tokens read together carry the newest stamp: {out.output_stamps_ms}"
+
+
+def test_ttfb_is_the_response_first_byte_arrival_even_when_the_worker_is_busy(mock) -> None:
+    """The loop is busy for 60 ms from the moment the request is sent; the mock answers with headers at once. TTFB is
+    when those bytes arrived (about 1 ms), not when the worker got round to reading them (60 ms)."""
+    import time
+
+    conn = Connection(make_endpoint(mock.url + "/v1", provider="openai", model="mock-llm", api_key_env="none"), FAST)
+    assert call(mock.url + "/v1", "openai", conn=conn)[0].status is ErrorClass.OK  # connection warm
+
+    def hog() -> None:  # runs as soon as the request is sent and the caller waits for the response
+        end = time.perf_counter() + 0.06
+        while time.perf_counter() < end:
+            pass
+
+    g = gevent.spawn(hog)
+    out, _ = call(mock.url + "/v1", "openai", "ttft_ms=100", conn=conn)
+    g.join()
+    assert out.status is ErrorClass.OK
+    assert out.ttfb_ms < 10, f"stamped at arrival, not after the busy stretch: {out.ttfb_ms}"
+    assert 99 <= out.ttft_ms < 106
