@@ -87,9 +87,12 @@ def report(name: str, s: dict) -> tuple[float, float]:
     print(
         f"{name}: chat {chat['count']} requests ({chat['errors_total']} errors), TTFT p50 {lat['p50']:.1f} ms "
         f"(error {err50:+.1f}), p99 {lat['p99']:.1f} ms (error {err99:+.1f}); TPOT p50 "
-        f"{chat['latency_ms']['tpot']['p50']:.2f} ms; mock's first token sent at p50 {m50:.1f} p99 {m99:.1f} ms; "
+        f"{chat['latency_ms']['tpot']['p50']:.2f} ms, ITL p50 {chat['latency_ms']['itl']['p50']:.2f} p99 "
+        f"{chat['latency_ms']['itl']['p99']:.2f} ms; mock's first token sent at p50 {m50:.1f} p99 {m99:.1f} ms; "
         f"client loop lag p99 {client.get('loop_lag_p99_ms')} ms, CPU p90 {client.get('cpu_p90_percent')} %"
     )
+    for warning in client.get("warnings") or ():
+        print(f"{name}: client warning: {warning}")
     doc = rows.get("long_document")
     if doc:
         print(

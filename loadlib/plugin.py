@@ -70,7 +70,8 @@ class LLMRun:
         if self.sampler is not None:  # local runner: fold in this node's own latest samples
             self.add_health(self.sampler.take())
         thresholds = SaturationThresholds(loop_lag_p99_ms=opts.llm_lag_threshold_ms, cpu_percent=opts.llm_cpu_threshold)
-        verdict = saturation_verdict(self.loop_lag, self.cpu, thresholds) if self.loop_lag.count else None
+        itl_p50 = self.stats.total.itl_ms.percentile(50.0)
+        verdict = saturation_verdict(self.loop_lag, self.cpu, thresholds, itl_p50) if self.loop_lag.count else None
         meta = {
             "run_id": opts.run_id,
             "host": env.host,

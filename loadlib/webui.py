@@ -44,6 +44,8 @@ def table_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Flatten build_summary()'s rows into the tab's columns (pure, tested without a browser)."""
     verdict = summary.get("client") or {}
     client = "SATURATED" if verdict.get("saturated") else ("ok" if verdict else "-")
+    if client == "ok" and verdict.get("warnings"):
+        client = "ok (ITL tail blurred)"
     rows = []
     for row in [*summary.get("rows", []), summary.get("total")]:
         if not row:

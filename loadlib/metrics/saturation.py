@@ -12,6 +12,10 @@ How it is judged:
   core is what makes the loop lag; p90 tolerates short bursts (start-up connection storms, garbage collection) but
   flags pegged samples once they are more than a tenth of all samples: one worker pegged for over 10 % of the run,
   or one pegged worker among fewer than ten. 90 % is also where Locust itself starts warning about CPU.
+- Below those thresholds, TTFT, TTFB, TPOT and E2E hold on a lagging loop (the kernel's arrival stamps, kept for a
+  stream's first token by loadlib.arrival), but tokens that arrive while the loop runs late are read together and
+  share the newest one's stamp, so inter-token gaps shrink to zero and grow to the lag. When the loop-lag p99 exceeds
+  the run's median ITL, the verdict warns that the ITL tail belongs to the load generator.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
     loop_lag_p99_ms: float | None = None
     cpu_p90_percent: float | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +52,7 @@ class Verdict:
             "reasons": list(self.reasons),
             "loop_lag_p99_ms": self.loop_lag_p99_ms,
             "cpu_p90_percent": self.cpu_p90_percent,
+            "warnings": list(self.warnings),
         }
 
 
@@ -54,8 +60,10 @@ def saturation_verdict(
     loop_lag: Histogram,
     cpu_percent_samples: Histogram | Sequence[float],
     thresholds: SaturationThresholds | None = None,
+    itl_p50_ms: float | None = None,
 ) -> Verdict:
-    """Judge client saturation from merged loop-lag (ms) and CPU (%) samples. No samples: that part is not judged."""
+    """Judge client saturation from merged loop-lag (ms) and CPU (%) samples. No samples: that part is not judged.
+    With the run's median ITL, also warn when the loop lags by more than a token gap."""
     t = thresholds or SaturationThresholds()
     if isinstance(cpu_percent_samples, Histogram):
         cpu = cpu_percent_samples
@@ -75,4 +83,16 @@ def saturation_verdict(
             f"worker CPU p90 {cpu_p90:.1f} % > {t.cpu_percent:g} %: the load generator is CPU-bound and its "
             "latencies are inflated, add workers or lower the load"
         )
-    return Verdict(saturated=bool(reasons), reasons=reasons, loop_lag_p99_ms=lag_p99, cpu_p90_percent=cpu_p90)
+    warnings = []
+    if lag_p99 is not None and itl_p50_ms and lag_p99 > itl_p50_ms:
+        warnings.append(
+            f"loop lag p99 {lag_p99:.1f} ms > ITL p50 {itl_p50_ms:.1f} ms: tokens that arrived while the loop ran late "
+            "were read together, so the ITL tail is the load generator's (TTFT, TPOT and E2E use arrival stamps)"
+        )
+    return Verdict(
+        saturated=bool(reasons),
+        reasons=reasons,
+        loop_lag_p99_ms=lag_p99,
+        cpu_p90_percent=cpu_p90,
+        warnings=warnings,
+    )

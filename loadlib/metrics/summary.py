@@ -208,7 +208,8 @@ def _client_line(client: dict[str, Any] | None) -> str:
     if client.get("saturated"):
         return "CLIENT SATURATED: " + "; ".join(client.get("reasons") or ["thresholds crossed"])
     lag = _num(client.get("loop_lag_p99_ms"))
-    return f"client OK: loop lag p99 {lag} ms, CPU p90 {_num(client.get('cpu_p90_percent'))} %"
+    line = f"client OK: loop lag p99 {lag} ms, CPU p90 {_num(client.get('cpu_p90_percent'))} %"
+    return "\n".join([line, *(f"client warning: {w}" for w in client.get("warnings") or ())])
 
 
 def _num(v: float | None) -> str:

@@ -39,3 +39,14 @@ def test_rows_carry_every_column_and_numbers():
 def test_empty_summary_renders_dashes():
     rows = table_rows(build_summary(LLMStats(), 0.0, None, {}))
     assert rows[-1]["ttft_p50"] == "-"
+
+
+def test_client_column_says_when_the_itl_tail_is_blurred():
+    from loadlib.metrics.saturation import Verdict
+
+    def client(verdict: Verdict) -> str:
+        return table_rows(build_summary(LLMStats(), 1.0, verdict, {}))[0]["client"]
+
+    assert client(Verdict(saturated=False)) == "ok"
+    assert client(Verdict(saturated=False, warnings=["lag > ITL"])) == "ok (ITL tail blurred)"
+    assert client(Verdict(saturated=True, reasons=["lag"], warnings=["lag > ITL"])) == "SATURATED"

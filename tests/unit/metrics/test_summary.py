@@ -201,3 +201,19 @@ def test_verdict_thresholds_and_missing_samples() -> None:
     empty = saturation_verdict(Histogram(), Histogram())
     assert empty == Verdict(saturated=False, reasons=[], loop_lag_p99_ms=None, cpu_p90_percent=None)
     assert json.loads(json.dumps(empty.to_dict()))["saturated"] is False
+
+
+def test_lag_beyond_a_token_gap_warns_that_the_itl_tail_is_the_clients() -> None:
+    lag = Histogram()
+    lag.record_many([1.0] * 95 + [30.0] * 5)  # p99 30 ms: under the 50 ms saturation threshold
+    verdict = saturation_verdict(lag, [40.0] * 10, itl_p50_ms=10.0)
+    assert not verdict.saturated
+    assert verdict.warnings == [
+        "loop lag p99 30.0 ms > ITL p50 10.0 ms: tokens that arrived while the loop ran late were read together, so "
+        "the ITL tail is the load generator's (TTFT, TPOT and E2E use arrival stamps)"
+    ]
+    lines = render_table(build_summary(known_stats(), 10.0, verdict, {})).splitlines()
+    assert lines[-2].startswith("client OK: loop lag p99 30.0 ms")
+    assert lines[-1].startswith("client warning: loop lag p99 30.0 ms > ITL p50 10.0 ms")
+    assert saturation_verdict(lag, [40.0] * 10, itl_p50_ms=40.0).warnings == []  # slow tokens: gaps stay apart
+    assert saturation_verdict(lag, [40.0] * 10).warnings == []  # no ITL samples: nothing to judge
