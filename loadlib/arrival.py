@@ -21,51 +21,61 @@ import select
 import socket
 import struct
 import sys
+from contextlib import suppress
 from typing import Any
 
-_epoll = get_original("select", "epoll")
+_epoll = get_original("select", "epoll") if hasattr(select, "epoll") or sys.platform.startswith("linux") else None
 _start_thread = get_original("_thread", "start_new_thread")
-_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
-_ANCILLARY = socket.CMSG_SPACE(16)
+SO_TIMESTAMPNS: int | None = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
+ANCILLARY_SIZE = socket.CMSG_SPACE(16)
 _TIMESPEC = struct.Struct("qq")
 _PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
-_ARMED = select.EPOLLIN | select.EPOLLONESHOT
+_ARMED = getattr(select, "EPOLLIN", 1) | getattr(select, "EPOLLONESHOT", 1 << 30)
 SWITCH_INTERVAL_S = 0.001
 
 
+class Arrival:
+    """One armed read: the socket's fd at arming time and the stamp the thread took (wall clock, seconds), if any."""
+
+    __slots__ = ("fd", "stamp")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.stamp: float | None = None
+
+
 class ArrivalStamper:
-    """Sockets armed by readers, each with a one-element slot the thread fills with a wall-clock stamp."""
+    """Sockets armed by readers, each with the `Arrival` the thread fills in."""
 
     def __init__(self) -> None:
-        self._armed: dict[int, tuple[Any, list[float | None]]] = {}
+        self._armed: dict[int, tuple[Any, Arrival]] = {}
         self._epoll: Any = None
 
-    def arm(self, raw_sock: Any) -> list[float | None] | None:
+    def arm(self, raw_sock: Any) -> Arrival | None:
         """Watch a socket (a real, non-blocking `_socket.socket` with SO_TIMESTAMPNS on) until `disarm`."""
+        if _epoll is None or SO_TIMESTAMPNS is None:  # not Linux: readers keep their own read stamps
+            return None
         try:
             if self._epoll is None:
                 self._start()
-            fd = raw_sock.fileno()
-            slot: list[float | None] = [None]
-            self._armed[fd] = (raw_sock, slot)
+            arrival = Arrival(raw_sock.fileno())
+            self._armed[arrival.fd] = (raw_sock, arrival)
             try:
-                self._epoll.register(fd, _ARMED)
+                self._epoll.register(arrival.fd, _ARMED)
             except FileExistsError:  # left registered by a reader that never disarmed (its socket was closed)
-                self._epoll.modify(fd, _ARMED)
+                self._epoll.modify(arrival.fd, _ARMED)
         except (OSError, ValueError, RuntimeError):
             return None
-        return slot
+        return arrival
 
-    def disarm(self, raw_sock: Any, slot: list[float | None]) -> float | None:
+    def disarm(self, arrival: Arrival) -> float | None:
         """Stop watching; the stamp the thread took meanwhile (wall clock, seconds), if it took one."""
-        try:
-            fd = raw_sock.fileno()
-            if self._armed.get(fd, (None, None))[1] is slot:
-                del self._armed[fd]
-            self._epoll.unregister(fd)
-        except (OSError, ValueError, KeyError):
-            pass
-        return slot[0]
+        entry = self._armed.get(arrival.fd)
+        if entry is not None and entry[1] is arrival:
+            del self._armed[arrival.fd]
+        with suppress(OSError, ValueError):  # closed meanwhile: the kernel already dropped it
+            self._epoll.unregister(arrival.fd)
+        return arrival.stamp
 
     def _start(self) -> None:
         self._epoll = _epoll()
@@ -80,15 +90,21 @@ class ArrivalStamper:
                 entry = armed.get(fd)
                 if entry is None:
                     continue
-                raw_sock, slot = entry
+                raw_sock, arrival = entry
                 try:
-                    _, ancillary, _, _ = raw_sock.recvmsg(1, _ANCILLARY, _PEEK)
+                    _, ancillary, _, _ = raw_sock.recvmsg(1, ANCILLARY_SIZE, _PEEK)
                 except OSError:
                     continue
-                for level, kind, payload in ancillary:
-                    if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
-                        sec, nsec = _TIMESPEC.unpack_from(payload)
-                        slot[0] = sec + nsec * 1e-9
+                arrival.stamp = kernel_stamp(ancillary)
+
+
+def kernel_stamp(ancillary: list[tuple[int, int, bytes]]) -> float | None:
+    """The SO_TIMESTAMPNS receive stamp in recvmsg's ancillary data (wall clock, seconds), if there is one."""
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
+            sec, nsec = _TIMESPEC.unpack_from(payload)
+            return sec + nsec * 1e-9
+    return None
 
 
 STAMPER = ArrivalStamper()

@@ -12,22 +12,15 @@ from gevent import get_hub, getcurrent
 from gevent.monkey import get_original
 
 import socket
-import struct
-import sys
 from time import perf_counter, time
 from typing import Any
 
 from geventhttpclient import HTTPClient
 
-from loadlib.arrival import STAMPER
+from loadlib.arrival import ANCILLARY_SIZE, SO_TIMESTAMPNS, STAMPER, Arrival, kernel_stamp
 from loadlib.config import Endpoint, Timeouts
 
 _select = get_original("select", "select")
-# Kernel receive timestamps: Linux stamps each packet as it arrives and recvmsg() hands back the stamp of the newest
-# one read, so an event's arrival time does not include how long this greenlet waited for its turn on a busy worker.
-_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
-_ANCILLARY = socket.CMSG_SPACE(16)
-_TIMESPEC = struct.Struct("qq")
 
 
 def _idle_socket_alive(sock: Any) -> bool:
@@ -116,16 +109,14 @@ class Connection:
             return sock
 
         self._requesting = False
-        self._response_slot: tuple[Any, list[float | None]] | None = None
+        self._response_arrival: Arrival | None = None
         get_socket = pool.get_socket
 
         def armed_get_socket() -> Any:
             sock = get_socket()
             if self._requesting and self.kernel_stamps:  # the response's first byte: TTFB by its arrival
                 self._disarm_response()
-                slot = STAMPER.arm(sock._sock)
-                if slot is not None:
-                    self._response_slot = (sock._sock, slot)
+                self._response_arrival = STAMPER.arm(sock._sock)
             return sock
 
         pool._create_socket = counted_create
@@ -149,11 +140,10 @@ class Connection:
         return resp, now
 
     def _disarm_response(self) -> float | None:
-        if self._response_slot is None:
+        if self._response_arrival is None:
             return None
-        raw, slot = self._response_slot
-        self._response_slot = None
-        return STAMPER.disarm(raw, slot)
+        arrival, self._response_arrival = self._response_arrival, None
+        return STAMPER.disarm(arrival)
 
     def preconnect(self) -> None:
         """Open the keep-alive connection now, outside any timed request (best effort: a failure shows up, classified,
@@ -187,33 +177,29 @@ class Connection:
             if first:  # bytes already waiting gain nothing from the thread; arm it only to wait
                 raw = sock._sock
                 try:
-                    data, ancillary, _, _ = raw.recvmsg(size, _ANCILLARY)
+                    data, ancillary, _, _ = raw.recvmsg(size, ANCILLARY_SIZE)
                 except BlockingIOError:
-                    slot = STAMPER.arm(raw)
+                    armed = STAMPER.arm(raw)
                     try:
-                        data, ancillary, _, _ = sock.recvmsg(size, _ANCILLARY)
+                        data, ancillary, _, _ = sock.recvmsg(size, ANCILLARY_SIZE)
                     finally:
-                        early = STAMPER.disarm(raw, slot) if slot is not None else None
+                        early = STAMPER.disarm(armed) if armed is not None else None
             else:
-                data, ancillary, _, _ = sock.recvmsg(size, _ANCILLARY)
+                data, ancillary, _, _ = sock.recvmsg(size, ANCILLARY_SIZE)
         finally:
             _WATCHDOG.disarm(me)
         now = perf_counter()
-        last = now
-        for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
-                sec, nsec = _TIMESPEC.unpack_from(payload)
-                last = min(sec + nsec * 1e-9 - self.clock_offset, now)
-                break
+        stamp = kernel_stamp(ancillary)
+        last = now if stamp is None else min(stamp - self.clock_offset, now)
         if early is not None:
             return data, min(early - self.clock_offset, last), last
         return data, last, last
 
     def _enable_kernel_stamps(self, sock: Any) -> bool:
-        if _SO_TIMESTAMPNS is None or self.endpoint.scheme == "https":
+        if SO_TIMESTAMPNS is None or self.endpoint.scheme == "https":
             return False
         try:
-            sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         except OSError:
             return False
         return True

@@ -52,15 +52,15 @@ def test_first_packet_keeps_its_stamp_when_the_reader_is_late() -> None:
     server, client = _pair()
     stamper = ArrivalStamper()
     try:
-        slot = stamper.arm(client)
-        assert slot is not None
+        arrival = stamper.arm(client)
+        assert arrival is not None
         sent_first = time.time()
         server.send(b"a" * 100)
         _busy(0.02)
         sent_second = time.time()
         server.send(b"b" * 100)
         _busy(0.02)
-        early = stamper.disarm(client, slot)
+        early = stamper.disarm(arrival)
         data, ancillary, _, _ = client.recvmsg(4096, socket.CMSG_SPACE(16))
         merged = _stamp(ancillary)
     finally:
@@ -76,17 +76,28 @@ def test_nothing_arrived_gives_no_stamp_and_a_socket_can_be_armed_again() -> Non
     server, client = _pair()
     stamper = ArrivalStamper()
     try:
-        slot = stamper.arm(client)
+        arrival = stamper.arm(client)
         time.sleep(0.01)
-        assert stamper.disarm(client, slot) is None
-        slot = stamper.arm(client)
+        assert stamper.disarm(arrival) is None
+        arrival = stamper.arm(client)
         sent = time.time()
         server.send(b"x")
         deadline = time.perf_counter() + 1.0
-        while slot[0] is None and time.perf_counter() < deadline:
+        while arrival.stamp is None and time.perf_counter() < deadline:
             time.sleep(0.001)
-        stamp = stamper.disarm(client, slot)
+        stamp = stamper.disarm(arrival)
     finally:
         server.close()
         client.close()
     assert stamp is not None and sent <= stamp < sent + 0.005
+
+
+def test_a_socket_closed_while_armed_is_forgotten() -> None:
+    server, client = _pair()
+    stamper = ArrivalStamper()
+    arrival = stamper.arm(client)
+    assert arrival is not None
+    client.close()
+    server.close()
+    assert stamper.disarm(arrival) is None  # no error: the kernel dropped the closed fd from the epoll set
+    assert stamper._armed == {}
