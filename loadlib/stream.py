@@ -225,19 +225,18 @@ def _read_stream(out: StreamOutcome, resp: object, adapter: Adapter, conn: Conne
     while True:
         if terminal_at is not None:
             try:
-                data, _, now = _recv(out, resp, conn)
+                data, start, now = _recv(out, resp, conn)
             except (_Deadline, HTTPConnectionClosed, HTTPParseError, OSError):
                 _discard(resp)  # terminal event seen; only the connection's reuse is lost
                 break
-            events = decoder.feed(data, now)
         else:
             data, start, now = _recv(out, resp, conn, out.ttft_ms is None)
-            if start < now:  # the first byte arrived before the rest: an event starting with it carries its stamp
-                events = [*decoder.feed(data[:1], start), *decoder.feed(data[1:], now)]
-            else:
-                events = decoder.feed(data, now)
         if not data:
             break
+        if start < now:  # the first byte arrived before the rest: an event starting with it carries its stamp
+            events = [*decoder.feed(data[:1], start), *decoder.feed(data[1:], now)]
+        else:
+            events = decoder.feed(data, now)
         for stamp, event, payload in events:
             out.events += 1
             if out.first_event_ms is None:
