@@ -6,8 +6,9 @@ One headless Locust process (pinned to core 0) runs support-chat users back to b
 chat plus a few long-document users sending whole 128,000-token documents. The chat users' TTFT must stay within
 2 ms of 200 ms at the median and 30 ms at p99 (the core benchmark's bar) with the documents running, and the
 documents should not move the chat numbers beyond run-to-run noise. The mock's own first-token lateness (ground
-truth) is printed too, to tell a late server from a late client. The documents are generated and tokenised once,
-here, before the runs; Locust reads them from the cache.
+truth) is printed too, to tell a late server from a late client, and so is the client's own share: each request's
+TTFT minus the moment the mock sent that request's first token (joined by request id). The documents are
+generated and tokenised once, here, before the runs; Locust reads them from the cache.
 
     python bench/mixed_accuracy.py                  # 200 chat + 4 document users, 2 x 30 s
     python bench/mixed_accuracy.py --quick          # 64 chat + 2 document users, 2 x 12 s
@@ -48,9 +49,11 @@ def run_phase(chat_users: int, doc_users: int, seconds: int, spawn_rate: float, 
     from pathlib import Path
 
     from loadlib.mock import MockConfig, start_subprocess
+    from loadlib.mock.truth import bare_id
 
     root = Path(__file__).resolve().parent.parent
     summary = Path(str(tmp)) / f"summary-{doc_users}.json"
+    records = Path(str(tmp)) / f"records-{doc_users}.jsonl"
     users = chat_users + doc_users
     config = MockConfig(ttft_ms=TTFT_MS, itl_ms=ITL_MS, output_tokens=OUTPUT_TOKENS)
     with start_subprocess(config, cpu=1, extra_args=["--truth-events", "1"]) as mock:
@@ -59,7 +62,7 @@ def run_phase(chat_users: int, doc_users: int, seconds: int, spawn_rate: float, 
             *("--headless", "-u", str(users), "-r", str(spawn_rate), "-t", f"{seconds}s", "--only-summary"),
             *("--host", mock.url + "/v1", "--llm-api-key-env", "none", "--chat-think-time", "0"),
             *("--doc-tokens", "128000", "--doc-per-size", "2", "--data-cache-dir", cache),
-            *("--llm-summary", str(summary)),
+            *("--llm-summary", str(summary), "--llm-records", str(records)),
         ]
         env = dict(os.environ, PYTHONPATH=str(root), MIXED_BENCH_CHAT=str(chat_users), MIXED_BENCH_DOCS=str(doc_users))
         proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=seconds + 120)
@@ -68,11 +71,15 @@ def run_phase(chat_users: int, doc_users: int, seconds: int, spawn_rate: float, 
         with urllib.request.urlopen(mock.url + "/mock/truth?limit=1000000", timeout=30) as r:
             truth = json.load(r)["records"]
     s = json.loads(summary.read_text())
-    s["_mock_first_token_ms"] = [
-        t["first_token_sent_ms"]
-        for t in truth
-        if t["first_token_sent_ms"] is not None and (t["prompt_tokens"] or 0) < 20_000
-    ]
+    chats = {t["request_id"]: t for t in truth if (t["prompt_tokens"] or 0) < 20_000}
+    s["_mock_first_token_ms"] = [t["first_token_sent_ms"] for t in chats.values() if t["first_token_sent_ms"]]
+    s["_client_side_ms"] = []  # per request: our TTFT minus when the mock actually sent that request's first token
+    with records.open() as f:
+        for line in f:
+            r = json.loads(line)
+            t = chats.get(bare_id(r["server_request_id"] or ""))
+            if t is not None and r["ttft_ms"] is not None and t["first_token_sent_ms"] is not None:
+                s["_client_side_ms"].append(r["ttft_ms"] - t["first_token_sent_ms"])
     return s
 
 
@@ -90,6 +97,11 @@ def report(name: str, s: dict) -> tuple[float, float]:
         f"{chat['latency_ms']['tpot']['p50']:.2f} ms, ITL p50 {chat['latency_ms']['itl']['p50']:.2f} p99 "
         f"{chat['latency_ms']['itl']['p99']:.2f} ms; mock's first token sent at p50 {m50:.1f} p99 {m99:.1f} ms; "
         f"client loop lag p99 {client.get('loop_lag_p99_ms')} ms, CPU p90 {client.get('cpu_p90_percent')} %"
+    )
+    side = s["_client_side_ms"]
+    print(
+        f"{name}: client's own share, joined per request with the mock's truth ({len(side)} requests): "
+        f"p50 {percentile(side, 50):+.1f} ms, p99 {percentile(side, 99):+.1f} ms"
     )
     for warning in client.get("warnings") or ():
         print(f"{name}: client warning: {warning}")
@@ -121,7 +133,10 @@ def main() -> int:
         "--spawn-rate",
         type=float,
         default=50.0,
-        help="users started per second (default 50: a 4 s ramp, so the identical chats do not all stream in lockstep)",
+        help=(
+            "users started per second (default 50: Locust starts a batch a second, so 200 users come in 4 batches "
+            "and the identical chats do not all stream in lockstep)"
+        ),
     )
     p.add_argument("--quick", action="store_true", help="64 chat users, 2 document users, 12 s phases")
     args = p.parse_args()

@@ -8,6 +8,7 @@ timeout from a slow first token.
 
 from __future__ import annotations
 
+import gevent.socket
 from gevent import get_hub, getcurrent
 from gevent.monkey import get_original
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from geventhttpclient import HTTPClient
 
-from loadlib.arrival import ANCILLARY_SIZE, SO_TIMESTAMPNS, STAMPER, Arrival, kernel_stamp
+from loadlib.arrival import ANCILLARY_SIZE, SO_TIMESTAMPNS, STAMPER, kernel_stamp
 from loadlib.config import Endpoint, Timeouts
 
 _select = get_original("select", "select")
@@ -76,6 +77,23 @@ class _Watchdog:
 _WATCHDOG = _Watchdog()
 
 
+class _StampedSocket(gevent.socket.socket):
+    """A gevent socket whose `recv` (geventhttpclient reads response headers with it) keeps the kernel's arrival stamp
+    of the first read since the pool handed it out: TTFB by arrival, however late a busy worker read the headers."""
+
+    __slots__ = ("first_arrival",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.first_arrival: float | None = None
+
+    def recv(self, size: int, flags: int = 0) -> bytes:
+        data, ancillary, _, _ = self.recvmsg(size, ANCILLARY_SIZE, flags)
+        if self.first_arrival is None:
+            self.first_arrival = kernel_stamp(ancillary)
+        return data
+
+
 class Connection:
     """HTTP/1.1 client for one endpoint used by one user (concurrency 1: a user streams one request at a time)."""
 
@@ -108,42 +126,35 @@ class Connection:
             self.kernel_stamps = self._enable_kernel_stamps(sock)
             return sock
 
-        self._requesting = False
-        self._response_arrival: Arrival | None = None
         get_socket = pool.get_socket
 
-        def armed_get_socket() -> Any:
+        def fresh_get_socket() -> Any:
             sock = get_socket()
-            if self._requesting and self.kernel_stamps:  # the response's first byte: TTFB by its arrival
-                self._disarm_response()
-                self._response_arrival = STAMPER.arm(sock._sock)
+            if isinstance(sock, _StampedSocket):
+                sock.first_arrival = None
             return sock
 
+        pool._create_tcp_socket = self._create_tcp_socket
         pool._create_socket = counted_create
         pool._is_socket_alive = _idle_socket_alive
-        pool.get_socket = armed_get_socket
+        pool.get_socket = fresh_get_socket
+
+    def _create_tcp_socket(self, family: int, kind: int, proto: int) -> Any:
+        if self.endpoint.scheme == "http" and SO_TIMESTAMPNS is not None:
+            return _StampedSocket(family, kind, proto)
+        return gevent.socket.socket(family, kind, proto)
 
     def request(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[Any, float]:
         """Send; return the response once its headers are read (body unread) and when its first byte arrived (an
-        upper bound, on the perf_counter clock: the arrival thread's stamp, else the moment the headers were read)."""
+        upper bound, on the perf_counter clock: the kernel's stamp of the first header read, else the moment the
+        headers were read)."""
         self.connecting = False
         self.clock_offset = time() - perf_counter()  # wall clock minus perf_counter, refreshed per request
-        self._requesting = True
-        try:
-            resp = self.client.request(method, path, body=body, headers=headers)
-        finally:
-            self._requesting = False
-            early = self._disarm_response()
+        resp = self.client.request(method, path, body=body, headers=headers)
         now = perf_counter()
-        if early is not None:
-            return resp, min(early - self.clock_offset, now)
-        return resp, now
-
-    def _disarm_response(self) -> float | None:
-        if self._response_arrival is None:
-            return None
-        arrival, self._response_arrival = self._response_arrival, None
-        return STAMPER.disarm(arrival)
+        sock = resp._sock
+        arrived = sock.first_arrival if self.kernel_stamps and isinstance(sock, _StampedSocket) else None
+        return resp, now if arrived is None else min(arrived - self.clock_offset, now)
 
     def preconnect(self) -> None:
         """Open the keep-alive connection now, outside any timed request (best effort: a failure shows up, classified,
