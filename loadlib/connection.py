@@ -114,6 +114,7 @@ class Connection:
         self.connects = 0
         self.connecting = False
         self.kernel_stamps = False
+        self.drained = False
         self.clock_offset = 0.0
         pool = self.client._connection_pool
         create = pool._create_socket
@@ -196,9 +197,12 @@ class Connection:
                     finally:
                         early = STAMPER.disarm(armed) if armed is not None else None
             else:
+                if self.drained:  # the last read emptied the queue: wait for data instead of a read that fails
+                    sock._wait(sock._read_event)
                 data, ancillary, _, _ = sock.recvmsg(size, ANCILLARY_SIZE)
         finally:
             _WATCHDOG.disarm(me)
+        self.drained = len(data) < size
         now = perf_counter()
         stamp = kernel_stamp(ancillary)
         last = now if stamp is None else min(stamp - self.clock_offset, now)
