@@ -78,19 +78,22 @@ _WATCHDOG = _Watchdog()
 
 
 class _StampedSocket(gevent.socket.socket):
-    """A gevent socket whose `recv` (geventhttpclient reads response headers with it) keeps the kernel's arrival stamp
-    of the first read since the pool handed it out: TTFB by arrival, however late a busy worker read the headers."""
+    """A gevent socket whose `recv` (geventhttpclient reads response headers with it) keeps the kernel's arrival stamps
+    of the first and the last read since the pool handed it out: TTFB by arrival, and the arrival of body bytes read
+    together with the headers, however late a busy worker read them."""
 
-    __slots__ = ("first_arrival",)
+    __slots__ = ("first_arrival", "last_arrival")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.first_arrival: float | None = None
+        self.last_arrival: float | None = None
 
     def recv(self, size: int, flags: int = 0) -> bytes:
         data, ancillary, _, _ = self.recvmsg(size, ANCILLARY_SIZE, flags)
+        self.last_arrival = kernel_stamp(ancillary)
         if self.first_arrival is None:
-            self.first_arrival = kernel_stamp(ancillary)
+            self.first_arrival = self.last_arrival
         return data
 
 
@@ -132,7 +135,7 @@ class Connection:
         def fresh_get_socket() -> Any:
             sock = get_socket()
             if isinstance(sock, _StampedSocket):
-                sock.first_arrival = None
+                sock.first_arrival = sock.last_arrival = None
             return sock
 
         pool._create_tcp_socket = self._create_tcp_socket
@@ -145,17 +148,19 @@ class Connection:
             return _StampedSocket(family, kind, proto)
         return gevent.socket.socket(family, kind, proto)
 
-    def request(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[Any, float]:
-        """Send; return the response once its headers are read (body unread) and when its first byte arrived (an
-        upper bound, on the perf_counter clock: the kernel's stamp of the first header read, else the moment the
-        headers were read)."""
+    def request(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[Any, float, float]:
+        """Send; return the response once its headers are read (body unread), when its first byte arrived and when
+        the last header read's bytes did (body bytes read with the headers are buffered in the response). Upper
+        bounds on the perf_counter clock: kernel stamps of the header reads, else the moment the headers were read."""
         self.connecting = False
         self.clock_offset = time() - perf_counter()  # wall clock minus perf_counter, refreshed per request
         resp = self.client.request(method, path, body=body, headers=headers)
         now = perf_counter()
         sock = resp._sock
-        arrived = sock.first_arrival if self.kernel_stamps and isinstance(sock, _StampedSocket) else None
-        return resp, now if arrived is None else min(arrived - self.clock_offset, now)
+        if not (self.kernel_stamps and isinstance(sock, _StampedSocket)) or sock.last_arrival is None:
+            return resp, now, now
+        last = min(sock.last_arrival - self.clock_offset, now)
+        return resp, min(sock.first_arrival - self.clock_offset, last), last
 
     def preconnect(self) -> None:
         """Open the keep-alive connection now, outside any timed request (best effort: a failure shows up, classified,

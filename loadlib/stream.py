@@ -54,6 +54,7 @@ class StreamOutcome:
     result: StreamResult | None = None
     server_request_id: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    headers_read_at: float = 0.0  # arrival of the bytes read with the headers (perf_counter), stamp of a body start
 
 
 class _Deadline(Exception):
@@ -88,7 +89,7 @@ def stream_call(conn: Connection, adapter: Adapter, req: HttpRequest) -> StreamO
     out = StreamOutcome()
     out.t0 = t0 = perf_counter()
     try:
-        resp, arrived = conn.request(req.method, req.path, req.body, req.headers)
+        resp, arrived, out.headers_read_at = conn.request(req.method, req.path, req.body, req.headers)
     except Exception as exc:
         _classify_send_failure(out, exc, conn)
         out.e2e_ms = (perf_counter() - t0) * 1000.0
@@ -162,7 +163,7 @@ def _recv(out: StreamOutcome, resp: object, conn: Connection, first: bool = Fals
     Reads the socket of geventhttpclient's response directly and lets its C parser strip chunked framing;
     b"" means the HTTP message is complete."""
     buf = resp._body_buffer  # type: ignore[attr-defined]
-    start = stamp = 0.0
+    start = stamp = out.headers_read_at  # what is already buffered came with the headers
     while True:
         if buf:
             data = bytes(buf)

@@ -215,8 +215,9 @@ def test_first_token_keeps_its_own_arrival_when_later_tokens_arrive_before_the_b
 
 
 def test_ttfb_is_the_response_first_byte_arrival_even_when_the_worker_is_busy(mock) -> None:
-    """The loop is busy for 60 ms from the moment the request is sent; the mock answers with headers at once. TTFB is
-    when those bytes arrived (about 1 ms), not when the worker got round to reading them (60 ms)."""
+    """The loop is busy for 60 ms from the moment the request is sent; the mock answers with headers and a role-only
+    chunk at once. TTFB and the first event are when those bytes arrived (about 1 ms), not when the worker got round
+    to reading them (60 ms)."""
     import time
 
     conn = Connection(make_endpoint(mock.url + "/v1", provider="openai", model="mock-llm", api_key_env="none"), FAST)
@@ -232,4 +233,5 @@ def test_ttfb_is_the_response_first_byte_arrival_even_when_the_worker_is_busy(mo
     g.join()
     assert out.status is ErrorClass.OK
     assert out.ttfb_ms < 10, f"stamped at arrival, not after the busy stretch: {out.ttfb_ms}"
+    assert out.first_event_ms < 10, f"the role chunk read with the headers: {out.first_event_ms}"
     assert 99 <= out.ttft_ms < 106
