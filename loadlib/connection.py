@@ -198,6 +198,7 @@ class Connection:
                 except BlockingIOError:
                     armed = STAMPER.arm(raw)
                     try:
+                        sock._wait(sock._read_event)
                         data, ancillary, _, _ = sock.recvmsg(size, ANCILLARY_SIZE)
                     finally:
                         early = STAMPER.disarm(armed) if armed is not None else None
