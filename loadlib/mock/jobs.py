@@ -20,7 +20,29 @@ if TYPE_CHECKING:
 MAX_BATCH = 256  # output events per write when many are due at once (zero ITL, a late timer)
 
 
-class StreamJob(Job):
+class _TimedJob(Job):
+    """A response written on a timer (subclasses hold `server`, `record` and `timer`)."""
+
+    __slots__ = ()
+    server: MockServer
+    record: TruthRecord
+    timer: Any
+
+    def cancel(self) -> None:
+        """The client went away: the pending write is dropped (scheduled ticks stay queued and return at once, seeing
+        the connection closed) and an unfinished response is recorded as `client_closed`."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.record.outcome == "pending":
+            self.server.truth.complete(self.record, "client_closed")
+            self._abandoned()
+
+    def _abandoned(self) -> None:
+        """Hook: what else an unfinished response releases."""
+
+
+class StreamJob(_TimedJob):
     """An SSE response: head and preamble events, output events on their deadlines, fault, tail."""
 
     __slots__ = (
@@ -74,14 +96,8 @@ class StreamJob(Job):
         else:
             self._send_head()
 
-    def cancel(self) -> None:
-        """Scheduled ticks stay queued and return at once, seeing the connection closed."""
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        if self.record.outcome == "pending":
-            self.server.truth.complete(self.record, "client_closed")
-            self._done()
+    def _abandoned(self) -> None:
+        self._done()
 
     def _done(self) -> None:
         self.server.stats.streams_active -= 1
@@ -175,7 +191,7 @@ class StreamJob(Job):
         self._done()
 
 
-class BodyJob(Job):
+class BodyJob(_TimedJob):
     """A non-streamed JSON response written whole at the planned end time (drop: half of it, then close)."""
 
     __slots__ = ("body", "conn", "headers", "plan", "record", "server", "status", "t0", "timer")
@@ -204,13 +220,6 @@ class BodyJob(Job):
     def start(self) -> None:
         self.conn.job = self
         self.timer = self.server.loop.call_at(self.t0 + self.plan.end_ms / 1000.0, self._send)
-
-    def cancel(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        if self.record.outcome == "pending":
-            self.server.truth.complete(self.record, "client_closed")
 
     def _send(self) -> None:
         self.timer = None
