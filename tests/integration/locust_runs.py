@@ -32,6 +32,11 @@ def locust_cmd(*args: str, locustfile: str = "locustfiles/chat.py", pin: int | N
     return cmd
 
 
+def headless(users: int, seconds: int) -> list[str]:
+    """Locust's arguments for a headless run of `users` users, all started at once, for `seconds`."""
+    return ["--headless", "-u", str(users), "-r", str(users), "-t", f"{seconds}s"]
+
+
 def run(cmd: list[str], timeout: float = 120, **kw) -> subprocess.CompletedProcess:
     environ = kw.pop("env", None) or env()
     return subprocess.run(cmd, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=timeout, **kw)

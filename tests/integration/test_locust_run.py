@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 
 from loadlib.mock import MockConfig, start_subprocess
-from tests.integration.locust_runs import env, load, locust_cmd, run, run_distributed
+from tests.integration.locust_runs import env, headless, load, locust_cmd, run, run_distributed
 
 pytestmark = pytest.mark.integration
 
@@ -21,11 +21,7 @@ def locust_total(stats_json: list[dict]) -> int:
 
 def test_headless_demo_targets_the_embedded_mock(tmp_path):
     summary, stats = tmp_path / "s.json", tmp_path / "locust"
-    p = run(
-        locust_cmd(
-            "--headless", "-u", "6", "-r", "6", "-t", "4s", "--llm-summary", str(summary), "--json-file", str(stats)
-        )
-    )
+    p = run(locust_cmd(*headless(6, 4), "--llm-summary", str(summary), "--json-file", str(stats)))
     assert p.returncode == 0, p.stderr[-3000:]
     assert "embedded mock LLM server" in p.stdout
     assert "LLM summary of run" in p.stdout and "TTFT" in p.stdout
@@ -58,13 +54,7 @@ def accuracy_run(tmp_path, users: int) -> tuple[dict, dict, str]:
     with start_subprocess(MockConfig(ttft_ms=200, itl_ms=10, output_tokens=32), cpu=1) as mock:
         p = run(
             locust_cmd(
-                "--headless",
-                "-u",
-                str(users),
-                "-r",
-                str(users),
-                "-t",
-                "8s",
+                *headless(users, 8),
                 "--host",
                 mock.url + "/v1",
                 "--llm-api-key-env",
@@ -147,13 +137,7 @@ def test_a_misbehaving_server_is_recorded_and_survived(tmp_path, mock, extra, er
     start = time.monotonic()
     p = run(
         locust_cmd(
-            "--headless",
-            "-u",
-            "6",
-            "-r",
-            "6",
-            "-t",
-            "4s",
+            *headless(6, 4),
             "--llm-summary",
             str(summary),
             "--json-file",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from loadlib.mock import MockConfig, start_subprocess
-from tests.integration.locust_runs import ROOT, env, load, locust_cmd
+from tests.integration.locust_runs import ROOT, env, headless, load, locust_cmd
 
 pytestmark = pytest.mark.integration
 
@@ -22,13 +22,7 @@ def open_loop_run(mock_url: str, tmp_path: Path, rate: float, users: int, second
     the mock to slow down `slow_at_s` seconds after Locust starts. Returns the summary."""
     summary = tmp_path / "summary.json"
     cmd = locust_cmd(
-        "--headless",
-        "-u",
-        str(users),
-        "-r",
-        str(users),
-        "-t",
-        f"{seconds}s",
+        *headless(users, seconds),
         "--only-summary",
         "--host",
         mock_url + "/v1",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.integration.locust_runs import load, locust_cmd, run, run_distributed
+from tests.integration.locust_runs import headless, load, locust_cmd, run, run_distributed
 
 pytestmark = pytest.mark.integration
 
@@ -19,13 +19,7 @@ def test_every_request_is_exported_once_without_text(tmp_path):
     summary, records = tmp_path / "s.json", tmp_path / "records-{run_id}.jsonl"
     p = run(
         locust_cmd(
-            "--headless",
-            "-u",
-            "4",
-            "-r",
-            "4",
-            "-t",
-            "3s",
+            *headless(4, 3),
             "--llm-summary",
             str(summary),
             "--llm-records",

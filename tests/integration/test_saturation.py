@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.locust_runs import load, locust_cmd, run
+from tests.integration.locust_runs import headless, load, locust_cmd, run
 
 pytestmark = pytest.mark.integration
 
@@ -14,13 +14,7 @@ def test_a_saturated_client_is_flagged(tmp_path):
     summary = tmp_path / "s.json"
     p = run(
         locust_cmd(
-            "--headless",
-            "-u",
-            "4",
-            "-r",
-            "4",
-            "-t",
-            "5s",
+            *headless(4, 5),
             "--llm-summary",
             str(summary),
             locustfile="tests/fixtures/locustfiles/busy_client.py",

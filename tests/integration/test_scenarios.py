@@ -16,7 +16,7 @@ import pytest
 
 from loadlib import data
 from loadlib.scenarios.documents import chunk_bounds
-from tests.integration.locust_runs import ROOT, env, load, locust_cmd, run
+from tests.integration.locust_runs import ROOT, env, headless, load, locust_cmd, run
 
 pytestmark = pytest.mark.integration
 SECRET = "sk-scenario-secret-never-written-0123456789"
@@ -35,13 +35,7 @@ def scenario(
     summary = tmp_path / "summary.json"
     p = run(
         locust_cmd(
-            "--headless",
-            "-u",
-            str(users),
-            "-r",
-            str(users),
-            "-t",
-            f"{seconds}s",
+            *headless(users, seconds),
             "--only-summary",
             "--data-seed",
             str(SEED),
