@@ -25,6 +25,19 @@ class MalformedEventError(LoadlibError):
     """An SSE event whose data is not the JSON the provider's protocol promises."""
 
 
+class OversizedError(LoadlibError):
+    """A response crossed one of our size caps (`line`, `event` or `response`): reading stops, the connection closes."""
+
+    def __init__(self, cap: str, limit_bytes: int) -> None:
+        super().__init__(f"the {cap} crossed its size cap of {_size(limit_bytes)} (--llm-max-{cap}-mb)")
+        self.cap = cap
+        self.limit_bytes = limit_bytes
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n / 1024:g} KiB"
+
+
 class ErrorClass(StrEnum):
     """Outcome of one request attempt (DESIGN.md section 3). `OK` is the only success."""
 
@@ -46,3 +59,5 @@ class ErrorClass(StrEnum):
     SCHEMA_INVALID = "schema_invalid"
     NONDETERMINISTIC = "nondeterministic"
     UNSUPPORTED_API = "unsupported_api"
+    OVERSIZED = "oversized"
+    INTERNAL_ERROR = "internal_error"
