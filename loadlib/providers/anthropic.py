@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from loadlib.errors import MalformedEventError, UnsupportedAPIError
-from loadlib.providers import errors_body
+from loadlib.providers import errors_body, fields
 from loadlib.providers.base import (
     ERROR,
     OUTPUT,
@@ -26,7 +26,7 @@ from loadlib.providers.base import (
     ToolCall,
     Usage,
 )
-from loadlib.providers.openai import int_or_none, join_path, merge_body, merge_headers
+from loadlib.providers.openai import join_path, merge_body, merge_headers
 
 ANTHROPIC_VERSION = "2023-06-01"
 _loads = orjson.loads
@@ -45,21 +45,27 @@ class _Tool:
         self.args: list[str] = []
 
 
-def _merge_usage(into: dict[str, Any], raw: Any) -> None:
+def _merge_usage(into: dict[str, Any], raw: Any, where: str) -> None:
     """Later non-null counts replace earlier ones (message_delta's usage is cumulative)."""
-    if isinstance(raw, dict):
-        for key in _USAGE_KEYS:
-            value = raw.get(key)
-            if value is not None:
-                into[key] = value
+    for key in _USAGE_KEYS:
+        value = (fields.mapping(raw, where) or {}).get(key)
+        if value is not None:
+            into[key] = value
 
 
 def anthropic_usage(raw: dict[str, Any]) -> Usage:
+    """Counts from the merged usage; those that are not sane counts are rejected and listed."""
+    rejected: list[str] = []
+
+    def count(key: str) -> int | None:
+        return fields.count(raw.get(key), f"usage.{key}", rejected)
+
     return Usage(
-        prompt_tokens=int_or_none(raw.get("input_tokens")),
-        completion_tokens=int_or_none(raw.get("output_tokens")),
-        cached_prompt_tokens=int_or_none(raw.get("cache_read_input_tokens")),
-        cache_creation_tokens=int_or_none(raw.get("cache_creation_input_tokens")),
+        prompt_tokens=count("input_tokens"),
+        completion_tokens=count("output_tokens"),
+        cached_prompt_tokens=count("cache_read_input_tokens"),
+        cache_creation_tokens=count("cache_creation_input_tokens"),
+        rejected=tuple(rejected),
     )
 
 
@@ -105,28 +111,9 @@ class AnthropicParser:
         if type(obj) is not dict:
             raise MalformedEventError("messages event is not a JSON object")
         etype = obj.get("type") or event.decode("ascii", "replace")
-        try:
-            if etype == "content_block_delta":
-                return self._delta(obj)
-            if etype == "message_start":
-                return self._message_start(obj)
-            if etype == "content_block_start":
-                return self._block_start(obj)
-            if etype == "message_delta":
-                delta = obj.get("delta") or {}
-                if delta.get("stop_reason"):
-                    self._finish = delta["stop_reason"]
-                _merge_usage(self._usage, obj.get("usage"))
-                return 0
-            if etype == "message_stop":
-                self._terminal = True
-                return TERMINAL
-            if etype == "error":
-                return self._record_error(obj)
-        except (AttributeError, TypeError, KeyError) as exc:
-            raise MalformedEventError(f"messages event {etype!r} of an unexpected shape ({exc})") from None
-        if etype in ("content_block_stop", "ping"):
-            return 0
+        handler = self._HANDLERS.get(etype) if type(etype) is str else None
+        if handler is not None:
+            return handler(self, obj)
         foreign = errors_body.foreign_api(obj)
         if foreign:
             raise UnsupportedAPIError(foreign)
@@ -135,61 +122,88 @@ class AnthropicParser:
         return 0  # unknown event types are tolerated, as Anthropic asks of clients
 
     def _delta(self, obj: dict[str, Any]) -> int:
-        delta = obj["delta"]
+        delta = obj.get("delta")
+        if type(delta) is not dict:
+            raise fields.wrong("content_block_delta.delta", delta, "object")
         kind = delta.get("type")
         if kind == "text_delta":
             text = delta.get("text")
             if text:
-                self._text.append(text)
+                self._text.append(_text(text, "text_delta.text"))
                 self._outputs += 1
                 return _SHOWN
         elif kind == "input_json_delta":
             partial = delta.get("partial_json")
             if partial:
-                index = obj.get("index") or 0
+                index = fields.index(obj.get("index"), "content_block_delta.index")
                 tool = self._tools.get(index)
                 if tool is None:
                     tool = self._tools[index] = _Tool(None, None)
-                tool.args.append(partial)
+                tool.args.append(_text(partial, "input_json_delta.partial_json"))
                 self._outputs += 1
                 return _SHOWN
         elif kind == "thinking_delta":
             thinking = delta.get("thinking")
             if thinking:
-                self._reasoning.append(thinking)
+                self._reasoning.append(_text(thinking, "thinking_delta.thinking"))
                 self._outputs += 1
                 return OUTPUT
         return 0  # signature_delta, citations_delta and empty fragments carry no output
 
     def _message_start(self, obj: dict[str, Any]) -> int:
         self._started = True
-        message = obj.get("message") or {}
-        if message.get("id"):
-            self._id = str(message["id"])
-        if message.get("model"):
-            self._model = str(message["model"])
-        _merge_usage(self._usage, message.get("usage"))
+        message = fields.mapping(obj.get("message"), "message_start.message") or {}
+        self._id = fields.identifier(message.get("id")) or self._id
+        self._model = fields.identifier(message.get("model")) or self._model
+        _merge_usage(self._usage, message.get("usage"), "message_start.message.usage")
         return 0
 
+    def _message_delta(self, obj: dict[str, Any]) -> int:
+        delta = fields.mapping(obj.get("delta"), "message_delta.delta") or {}
+        stop = delta.get("stop_reason")
+        if stop:
+            self._finish = _text(stop, "message_delta.delta.stop_reason")
+        _merge_usage(self._usage, obj.get("usage"), "message_delta.usage")
+        return 0
+
+    def _message_stop(self, obj: dict[str, Any]) -> int:
+        self._terminal = True
+        return TERMINAL
+
     def _block_start(self, obj: dict[str, Any]) -> int:
-        block = obj.get("content_block") or {}
+        block = fields.mapping(obj.get("content_block"), "content_block_start.content_block") or {}
         kind = block.get("type")
         if kind in _TOOL_BLOCKS:
-            self._tools[obj.get("index") or 0] = _Tool(block.get("id"), block.get("name"))
+            index = fields.index(obj.get("index"), "content_block_start.index")
+            self._tools[index] = _Tool(fields.identifier(block.get("id")), fields.identifier(block.get("name")))
         elif kind == "text" and block.get("text"):  # always "" in practice; never drop text if it comes
-            self._text.append(block["text"])
+            self._text.append(_text(block["text"], "content_block.text"))
             self._outputs += 1
             return _SHOWN
         elif kind == "thinking" and block.get("thinking"):
-            self._reasoning.append(block["thinking"])
+            self._reasoning.append(_text(block["thinking"], "content_block.thinking"))
             self._outputs += 1
             return OUTPUT
+        return 0
+
+    def _nothing(self, obj: dict[str, Any]) -> int:
         return 0
 
     def _record_error(self, obj: Any) -> int:
         if self._error is None:
             self._error = errors_body.stream_error(obj)
         return ERROR
+
+    _HANDLERS: dict[str, Any] = {
+        "content_block_delta": _delta,
+        "message_start": _message_start,
+        "content_block_start": _block_start,
+        "message_delta": _message_delta,
+        "message_stop": _message_stop,
+        "error": _record_error,
+        "content_block_stop": _nothing,
+        "ping": _nothing,
+    }
 
     def result(self) -> StreamResult:
         tools = [
@@ -210,6 +224,13 @@ class AnthropicParser:
             output_events=self._outputs,
             terminal=self._terminal,
         )
+
+
+def _text(value: Any, where: str) -> str:
+    """A non-empty text fragment, or MalformedEventError naming the field."""
+    if type(value) is str:
+        return value
+    raise fields.wrong(where, value, "string")
 
 
 def _system_text(content: Any) -> str:
@@ -277,16 +298,17 @@ class AnthropicAdapter:
         for index, block in enumerate(obj["content"]):
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "text":
-                text.append(block.get("text") or "")
+                text.append(fields.text(block.get("text"), "content[].text") or "")
             elif kind == "thinking":
-                reasoning.append(block.get("thinking") or "")
+                reasoning.append(fields.text(block.get("thinking"), "content[].thinking") or "")
             elif kind in _TOOL_BLOCKS:
                 args = orjson.dumps(block.get("input") or {}).decode()
-                tools.append(ToolCall(index=index, id=block.get("id"), name=block.get("name"), arguments=args))
+                tid, name = fields.identifier(block.get("id")), fields.identifier(block.get("name"))
+                tools.append(ToolCall(index=index, id=tid, name=name, arguments=args))
         usage: dict[str, Any] = {}
-        _merge_usage(usage, obj.get("usage"))
+        _merge_usage(usage, obj.get("usage"), "usage")
         joined = "".join(text)
-        stop = obj.get("stop_reason")
+        stop = fields.text(obj.get("stop_reason"), "stop_reason")
         return StreamResult(
             text_by_choice={0: joined} if joined else {},
             reasoning="".join(reasoning),
@@ -294,8 +316,8 @@ class AnthropicAdapter:
             usage=anthropic_usage(usage) if usage else None,
             finish_reason=stop,
             finish_by_choice={0: stop} if stop else {},
-            response_id=str(obj["id"]) if obj.get("id") else None,
-            model=str(obj["model"]) if obj.get("model") else None,
+            response_id=fields.identifier(obj.get("id")),
+            model=fields.identifier(obj.get("model")),
             output_events=1 if (joined or tools or reasoning) else 0,
             terminal=True,
         )

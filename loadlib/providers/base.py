@@ -50,6 +50,7 @@ class Usage:
     cached_prompt_tokens: int | None = None  # OpenAI prompt_tokens_details.cached_tokens, Anthropic cache_read
     cache_creation_tokens: int | None = None  # Anthropic cache_creation_input_tokens
     reasoning_tokens: int | None = None
+    rejected: tuple[str, ...] = ()  # counts the server sent that were not sane counts (see providers.fields.count)
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from loadlib.errors import MalformedEventError, UnsupportedAPIError
-from loadlib.providers import errors_body
+from loadlib.providers import errors_body, fields
 from loadlib.providers.base import (
     ERROR,
     OUTPUT,
@@ -68,25 +68,24 @@ def merge_headers(headers: dict[str, str], extra: dict[str, str]) -> dict[str, s
     return headers
 
 
-def int_or_none(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return int(value)
-
-
-def openai_usage(raw: dict[str, Any]) -> Usage:
-    """Map an OpenAI-style usage object (also DeepSeek's cache-hit field and Groq's x_groq.usage)."""
-    prompt_details = raw.get("prompt_tokens_details") or {}
-    completion_details = raw.get("completion_tokens_details") or {}
-    cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None
+def openai_usage(raw: dict[str, Any], where: str = "usage") -> Usage:
+    """Map an OpenAI-style usage object (also DeepSeek's cache-hit field and Groq's x_groq.usage); counts that are
+    not sane are rejected and listed."""
+    rejected: list[str] = []
+    prompt_details = raw.get("prompt_tokens_details")
+    completion_details = raw.get("completion_tokens_details")
+    cached = prompt_details.get("cached_tokens") if type(prompt_details) is dict else None
+    cached_where = f"{where}.prompt_tokens_details.cached_tokens"
     if cached is None:
-        cached = raw.get("prompt_cache_hit_tokens")
-    reasoning = completion_details.get("reasoning_tokens") if isinstance(completion_details, dict) else None
+        cached, cached_where = raw.get("prompt_cache_hit_tokens"), f"{where}.prompt_cache_hit_tokens"
+    reasoning = completion_details.get("reasoning_tokens") if type(completion_details) is dict else None
+    reasoning_where = f"{where}.completion_tokens_details.reasoning_tokens"
     return Usage(
-        prompt_tokens=int_or_none(raw.get("prompt_tokens")),
-        completion_tokens=int_or_none(raw.get("completion_tokens")),
-        cached_prompt_tokens=int_or_none(cached),
-        reasoning_tokens=int_or_none(reasoning),
+        prompt_tokens=fields.count(raw.get("prompt_tokens"), f"{where}.prompt_tokens", rejected),
+        completion_tokens=fields.count(raw.get("completion_tokens"), f"{where}.completion_tokens", rejected),
+        cached_prompt_tokens=fields.count(cached, cached_where, rejected),
+        reasoning_tokens=fields.count(reasoning, reasoning_where, rejected),
+        rejected=tuple(rejected),
     )
 
 
@@ -100,7 +99,10 @@ class _Tool:
 
 
 class OpenAIChatParser:
-    """One streamed Chat Completions response. `feed` only appends fragments; `result` joins them."""
+    """One streamed Chat Completions response. `feed` only appends fragments; `result` joins them.
+
+    Every field read is type-checked (loadlib.providers.fields): only strings are kept as text, only integers as
+    indexes, so `result` cannot fail whatever JSON the server sent."""
 
     __slots__ = (
         "_error",
@@ -115,6 +117,7 @@ class OpenAIChatParser:
         "_text",
         "_tools",
         "_usage",
+        "_usage_where",
     )
 
     def __init__(self) -> None:
@@ -125,6 +128,7 @@ class OpenAIChatParser:
         self._last_tool: dict[int, int] = {}
         self._finish: dict[int, str] = {}
         self._usage: dict[str, Any] | None = None
+        self._usage_where = "usage"
         self._error: ProviderError | None = None
         self._id: str | None = None
         self._model: str | None = None
@@ -147,68 +151,89 @@ class OpenAIChatParser:
             raise MalformedEventError(f"chat completion event is not JSON ({len(data)} bytes)") from None
         if type(obj) is not dict:
             raise MalformedEventError("chat completion event is not a JSON object")
+        if self._id is None or self._model is None:
+            self._identify(obj)
         get = obj.get
+        choices = get("choices")
         flags = 0
-        try:
-            if self._id is None or self._model is None:
-                self._identify(obj)
-            choices = get("choices")
-            if choices:
-                for ch in choices:
-                    idx = ch.get("index") or 0
-                    delta = ch.get("delta")
-                    if delta:
-                        content = delta.get("content")
-                        if content:
-                            if type(content) is str:
-                                try:
-                                    self._text[idx].append(content)
-                                except KeyError:
-                                    self._text[idx] = [content]
-                                flags |= _SHOWN
-                            else:
-                                flags |= self._content_parts(idx, content)
-                        elif content is None and "content" not in delta:
-                            flags |= self._legacy_text(idx, ch.get("text"))
-                        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                        if reasoning and type(reasoning) is str:
-                            self._append(self._reasoning, idx, reasoning)
-                            flags |= OUTPUT
-                        refusal = delta.get("refusal")
-                        if refusal:
-                            self._append(self._refusal, idx, refusal)
-                            flags |= _SHOWN
-                        tool_calls = delta.get("tool_calls")
-                        if tool_calls:
-                            flags |= self._tool_calls(idx, tool_calls)
-                    else:
-                        flags |= self._legacy_text(idx, ch.get("text"))
-                    finish = ch.get("finish_reason")
-                    if finish:
-                        self._finish[idx] = finish
-            elif choices is None:
-                flags |= self._without_choices(obj)
-            usage = get("usage")
-            if usage:
-                self._usage = usage
-            x_groq = get("x_groq")
-            if x_groq and x_groq.get("usage"):
-                self._usage = x_groq["usage"]
-            if get("error") is not None:
-                flags |= self._record_error(obj)
-        except (AttributeError, TypeError) as exc:
-            raise MalformedEventError(f"chat completion chunk of an unexpected shape ({exc})") from None
+        if choices:
+            if type(choices) is not list:
+                raise fields.wrong("choices", choices, "array")
+            for ch in choices:
+                flags |= self._choice(ch)
+        elif choices is None:
+            flags = self._without_choices(obj)
+        usage = get("usage")
+        if usage:
+            self._keep_usage(usage, "usage")
+        x_groq = get("x_groq")
+        if x_groq:
+            groq_usage = (fields.mapping(x_groq, "x_groq") or {}).get("usage")
+            if groq_usage:
+                self._keep_usage(groq_usage, "x_groq.usage")
+        if get("error") is not None:
+            flags |= self._record_error(obj)
         if flags & OUTPUT:
             self._outputs += 1
         return flags
 
+    def _choice(self, ch: Any) -> int:
+        """One entry of `choices`: its delta (or legacy text) and finish reason."""
+        if type(ch) is not dict:
+            raise fields.wrong("choices[]", ch, "object")
+        idx = ch.get("index")
+        if type(idx) is not int or idx < 0:
+            idx = fields.index(idx, "choices[].index")
+        delta = ch.get("delta")
+        if not delta:
+            flags = self._legacy_text(idx, ch.get("text"))
+        elif type(delta) is not dict:
+            raise fields.wrong(f"choices[{idx}].delta", delta, "object")
+        else:
+            flags = self._delta(idx, delta, ch)
+        finish = ch.get("finish_reason")
+        if finish:
+            self._finish[idx] = fields.text(finish, f"choices[{idx}].finish_reason") or ""
+        return flags
+
+    def _delta(self, idx: int, delta: dict[str, Any], ch: dict[str, Any]) -> int:
+        flags = 0
+        content = delta.get("content")
+        if content:
+            if type(content) is str:
+                try:
+                    self._text[idx].append(content)
+                except KeyError:
+                    self._text[idx] = [content]
+                flags = _SHOWN
+            elif type(content) is list:
+                flags = self._content_parts(idx, content)
+            else:
+                raise fields.wrong(f"choices[{idx}].delta.content", content, "string")
+        elif content is None and "content" not in delta:
+            flags = self._legacy_text(idx, ch.get("text"))
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning:
+            self._append(self._reasoning, idx, _text(reasoning, idx, "reasoning_content"))
+            flags |= OUTPUT
+        refusal = delta.get("refusal")
+        if refusal:
+            self._append(self._refusal, idx, _text(refusal, idx, "refusal"))
+            flags |= _SHOWN
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:
+            flags |= self._tool_calls(idx, fields.array(tool_calls, f"choices[{idx}].delta.tool_calls") or [])
+        return flags
+
+    def _keep_usage(self, usage: Any, where: str) -> None:
+        self._usage = fields.mapping(usage, where)
+        self._usage_where = where
+
     def _identify(self, obj: dict[str, Any]) -> None:
-        rid = obj.get("id")
-        if rid and self._id is None:
-            self._id = str(rid)
-        model = obj.get("model")
-        if model and self._model is None:
-            self._model = str(model)
+        if self._id is None:
+            self._id = fields.identifier(obj.get("id"))
+        if self._model is None:
+            self._model = fields.identifier(obj.get("model"))
 
     @staticmethod
     def _append(store: dict[int, list[str]], idx: int, fragment: str) -> None:
@@ -219,27 +244,23 @@ class OpenAIChatParser:
 
     def _legacy_text(self, idx: int, text: Any) -> int:
         """Legacy Completions put text in choices[].text; read only when the chunk has no delta.content."""
-        if text and type(text) is str:
-            self._append(self._text, idx, text)
+        if text:
+            self._append(self._text, idx, _text(text, idx, "text", "choices[{}].{}"))
             return _SHOWN
         return 0
 
-    def _content_parts(self, idx: int, parts: Any) -> int:
+    def _content_parts(self, idx: int, parts: list[Any]) -> int:
         """Content as a list of parts (Mistral's reasoning models): text parts are text, thinking parts reasoning."""
         flags = 0
-        for part in parts if isinstance(parts, list) else ():
+        for part in parts:
             if isinstance(part, str):
                 text, kind = part, "text"
             elif isinstance(part, dict):
                 kind = part.get("type")
-                text = part.get("text") if kind == "text" else None
-                if kind == "thinking":
-                    inner = part.get("thinking")
-                    pieces = inner if isinstance(inner, list) else [{"text": inner}]
-                    text = "".join(p.get("text") or "" for p in pieces if isinstance(p, dict))
+                text = _part_text(part, kind)
             else:
                 continue
-            if text and isinstance(text, str):
+            if text:
                 if kind == "thinking":
                     self._append(self._reasoning, idx, text)
                     flags |= OUTPUT
@@ -248,31 +269,40 @@ class OpenAIChatParser:
                     flags |= _SHOWN
         return flags
 
-    def _tool_calls(self, idx: int, tool_calls: list[dict[str, Any]]) -> int:
+    def _tool_calls(self, idx: int, tool_calls: list[Any]) -> int:
         flags = 0
         for tc in tool_calls:
-            tid = tc.get("id")
-            ti = tc.get("index")
-            if ti is None:  # some servers omit the index: a new id starts a new call
-                last = self._last_tool.get(idx)
-                same = last is not None and (not tid or self._tools[(idx, last)].id == tid)
-                ti = last if same else sum(1 for c, _ in self._tools if c == idx)
-            self._last_tool[idx] = ti
-            call = self._tools.get((idx, ti))
-            if call is None:
-                call = self._tools[(idx, ti)] = _Tool()
-            if tid:
-                call.id = tid
-            fn = tc.get("function") or {}
+            if type(tc) is not dict:
+                raise fields.wrong(f"choices[{idx}].delta.tool_calls[]", tc, "object")
+            call = self._tool(idx, tc)
+            fn = fields.mapping(tc.get("function"), "tool_calls[].function") or {}
             name = fn.get("name")
             if name:
-                call.name = name
+                call.name = fields.identifier(name)
                 flags = _SHOWN
             args = fn.get("arguments")
             if args:
                 call.args.append(args if type(args) is str else orjson.dumps(args).decode())
                 flags = _SHOWN
         return flags
+
+    def _tool(self, idx: int, tc: dict[str, Any]) -> _Tool:
+        """The call a tool-call delta continues; some servers omit the index, then a new id starts a new call."""
+        tid = fields.identifier(tc.get("id"))
+        ti = tc.get("index")
+        if ti is None:
+            last = self._last_tool.get(idx)
+            same = last is not None and (not tid or self._tools[(idx, last)].id == tid)
+            ti = last if same else sum(1 for c, _ in self._tools if c == idx)
+        else:
+            ti = fields.index(ti, "tool_calls[].index")
+        self._last_tool[idx] = ti
+        call = self._tools.get((idx, ti))
+        if call is None:
+            call = self._tools[(idx, ti)] = _Tool()
+        if tid:
+            call.id = tid
+        return call
 
     def _without_choices(self, obj: dict[str, Any]) -> int:
         """A chunk with no `choices` key: usage-only or error chunks are fine; another API's event is refused."""
@@ -310,7 +340,7 @@ class OpenAIChatParser:
             reasoning="".join(self._reasoning.get(0, ())),
             refusal="".join(self._refusal.get(0, ())),
             tool_calls=tools,
-            usage=openai_usage(self._usage) if self._usage is not None else None,
+            usage=openai_usage(self._usage, self._usage_where) if self._usage is not None else None,
             finish_reason=self._finish.get(0),
             finish_by_choice=dict(sorted(self._finish.items())),
             error=self._error,
@@ -319,6 +349,24 @@ class OpenAIChatParser:
             output_events=self._outputs,
             terminal=self._terminal,
         )
+
+
+def _text(value: Any, idx: int, name: str, template: str = "choices[{}].delta.{}") -> str:
+    """A non-empty text fragment of choice `idx`, or MalformedEventError naming the field."""
+    if type(value) is str:
+        return value
+    raise fields.wrong(template.format(idx, name), value, "string")
+
+
+def _part_text(part: dict[str, Any], kind: Any) -> str | None:
+    """The text of one content part: `text` of a text part, the joined texts of a thinking part."""
+    if kind == "text":
+        return fields.text(part.get("text"), "content[].text")
+    if kind != "thinking":
+        return None
+    inner = part.get("thinking")
+    pieces = inner if isinstance(inner, list) else [{"text": inner}]
+    return "".join(fields.text(p.get("text"), "content[].thinking[].text") or "" for p in pieces if isinstance(p, dict))
 
 
 def _refuse_named(event: bytes) -> None:
@@ -334,11 +382,10 @@ def _refuse_named(event: bytes) -> None:
 
 
 def _message_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
+    if content is None or type(content) is str:
+        return content or ""
+    parts = fields.array(content, "choices[].message.content") or []
+    return "".join(_part_text(p, p.get("type")) or "" for p in parts if isinstance(p, dict))
 
 
 class OpenAIAdapter:
@@ -389,17 +436,14 @@ class OpenAIAdapter:
                 return StreamResult(error=errors_body.stream_error(obj), terminal=True)
             raise UnsupportedAPIError(errors_body.foreign_api(obj) or "response body has no 'choices'")
         result = StreamResult(terminal=True)
-        try:
-            for ch in choices:
-                _read_choice(result, ch)
-        except (AttributeError, TypeError) as exc:
-            raise MalformedEventError(f"chat completion body of an unexpected shape ({exc})") from None
+        for ch in choices:
+            _read_choice(result, ch)
         usage = obj.get("usage")
-        if isinstance(usage, dict):
-            result.usage = openai_usage(usage)
+        if usage:
+            result.usage = openai_usage(fields.mapping(usage, "usage") or {})
         result.finish_reason = result.finish_by_choice.get(0)
-        result.response_id = str(obj["id"]) if obj.get("id") else None
-        result.model = str(obj["model"]) if obj.get("model") else None
+        result.response_id = fields.identifier(obj.get("id"))
+        result.model = fields.identifier(obj.get("model"))
         if obj.get("error") is not None:
             result.error = errors_body.stream_error(obj)
         has_output = result.text_by_choice or result.tool_calls or result.refusal or result.reasoning
@@ -410,21 +454,28 @@ class OpenAIAdapter:
         return errors_body.classify(status, body)
 
 
-def _read_choice(result: StreamResult, ch: dict[str, Any]) -> None:
+def _read_choice(result: StreamResult, ch: Any) -> None:
     """One choice of a non-streaming response into `result` (choice 0 alone fills reasoning and refusal)."""
-    idx = ch.get("index") or 0
-    message = ch.get("message") or {}
-    text = _message_text(message.get("content")) or (ch.get("text") if isinstance(ch.get("text"), str) else "")
+    if type(ch) is not dict:
+        raise fields.wrong("choices[]", ch, "object")
+    idx = fields.index(ch.get("index"), "choices[].index")
+    message = fields.mapping(ch.get("message"), f"choices[{idx}].message") or {}
+    text = _message_text(message.get("content")) or fields.text(ch.get("text"), f"choices[{idx}].text") or ""
     if text:
         result.text_by_choice[idx] = text
     if idx == 0:
         reasoning = message.get("reasoning_content") or message.get("reasoning")
-        result.reasoning = reasoning if isinstance(reasoning, str) else ""
-        result.refusal = message.get("refusal") or ""
-    for i, tc in enumerate(message.get("tool_calls") or ()):
-        fn = tc.get("function") or {}
+        result.reasoning = fields.text(reasoning or None, "choices[0].message.reasoning_content") or ""
+        result.refusal = fields.text(message.get("refusal") or None, "choices[0].message.refusal") or ""
+    calls = fields.array(message.get("tool_calls") or None, f"choices[{idx}].message.tool_calls") or []
+    for i, tc in enumerate(calls):
+        if type(tc) is not dict:
+            raise fields.wrong(f"choices[{idx}].message.tool_calls[]", tc, "object")
+        fn = fields.mapping(tc.get("function"), "tool_calls[].function") or {}
         args = fn.get("arguments")
         args = args if isinstance(args, str) else ("" if args is None else orjson.dumps(args).decode())
-        result.tool_calls.append(ToolCall(index=i, id=tc.get("id"), name=fn.get("name"), arguments=args))
-    if ch.get("finish_reason"):
-        result.finish_by_choice[idx] = ch["finish_reason"]
+        name = fields.identifier(fn.get("name"))
+        result.tool_calls.append(ToolCall(index=i, id=fields.identifier(tc.get("id")), name=name, arguments=args))
+    finish = ch.get("finish_reason")
+    if finish:
+        result.finish_by_choice[idx] = fields.text(finish, f"choices[{idx}].finish_reason") or ""
