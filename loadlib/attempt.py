@@ -5,8 +5,12 @@ from __future__ import annotations
 from loadlib.errors import ErrorClass
 from loadlib.pricing import PriceTable
 from loadlib.record import RequestRecord
+from loadlib.redact import Redactor
 from loadlib.stream import StreamOutcome
 from loadlib.timing import gaps_ms, tpot_ms
+
+MAX_TEXT = 200
+_NO_SECRETS = Redactor()
 
 
 def build_record(
@@ -27,7 +31,11 @@ def build_record(
     turn: int | None = None,
     intended_send_ms: float | None = None,
     schedule_lag_ms: float | None = None,
+    redact: Redactor | None = None,
 ) -> RequestRecord:
+    """The record of one attempt. Text the server sent (messages, finish reason, ids, header values) goes through
+    `redact`; TPOT needs a successful attempt with at least two output-bearing events (a one-event reply has none)."""
+    redact = redact or _NO_SECRETS
     result = outcome.result
     usage = result.usage if result else None
     prompt = usage.prompt_tokens if usage else None
@@ -48,7 +56,7 @@ def build_record(
         model=model,
         worker_id=worker_id,
         request_id=request_id,
-        server_request_id=outcome.server_request_id or (result.response_id if result else None),
+        server_request_id=_server_text(outcome.server_request_id or (result.response_id if result else None), redact),
         attempt=attempt,
         turn=turn,
         start_unix_ns=start_unix_ns,
@@ -58,7 +66,9 @@ def build_record(
         ttfo_ms=outcome.ttfo_ms,
         e2e_ms=outcome.e2e_ms,
         itl_ms=gaps_ms(stamps),
-        tpot_ms=tpot_ms(outcome.e2e_ms, outcome.ttft_ms, out_tokens) if status is ErrorClass.OK else None,
+        tpot_ms=tpot_ms(outcome.e2e_ms, outcome.ttft_ms, out_tokens)
+        if status is ErrorClass.OK and len(stamps) > 1
+        else None,
         output_events=len(stamps),
         intended_send_ms=intended_send_ms,
         schedule_lag_ms=schedule_lag_ms,
@@ -68,11 +78,17 @@ def build_record(
         completion_tokens_est=completion_tokens_est,
         cached_prompt_tokens=cached,
         reasoning_tokens=usage.reasoning_tokens if usage else None,
+        usage_rejected="; ".join(usage.rejected) if usage and usage.rejected else None,
         cost_usd=cost,
         status=status,
         http_status=outcome.http_status,
-        finish_reason=result.finish_reason if result else None,
-        error_message=outcome.message,
-        ratelimit=outcome.headers,
+        finish_reason=_server_text(result.finish_reason if result else None, redact),
+        error_message=redact.optional(outcome.message),
+        ratelimit=redact.mapping(outcome.headers),
         response_bytes=outcome.response_bytes,
     )
+
+
+def _server_text(text: str | None, redact: Redactor) -> str | None:
+    """A short string the server chose (an id, a finish reason): clipped and with secrets masked."""
+    return None if text is None else redact(text[:MAX_TEXT])

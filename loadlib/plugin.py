@@ -4,6 +4,7 @@ end-of-run summary. Importing `loadlib.locust` (what locustfiles do) installs it
 
 from __future__ import annotations
 
+import gevent
 from locust.runners import MasterRunner, WorkerRunner
 
 import gc
@@ -18,6 +19,7 @@ from typing import Any
 
 from loadlib import config
 from loadlib.errors import LoadlibError
+from loadlib.fatal import FatalStop
 from loadlib.health import HealthSampler
 from loadlib.hooks import hooks
 from loadlib.metrics.histogram import Histogram
@@ -25,6 +27,7 @@ from loadlib.metrics.saturation import SaturationThresholds, saturation_verdict
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table
 from loadlib.records_export import open_export
+from loadlib.redact import Redactor, install_log_filter
 from loadlib.runtime import build_runtime
 from loadlib.scenarios.results import print_scenarios, scenario_summary
 from loadlib.sinks.plugin import install as install_sinks
@@ -33,6 +36,7 @@ from loadlib.sinks.plugin import sink_stats
 log = logging.getLogger("loadlib")
 REPORT_KEY = "llm_stats"
 HEALTH_KEY = "llm_health"
+FATAL_MESSAGE = "loadlib_fatal"
 
 
 class LLMRun:
@@ -49,6 +53,8 @@ class LLMRun:
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self.summary: dict[str, Any] | None = None
+        self.fatal = FatalStop(0.0)
+        self.redact = Redactor()
 
     def add_health(self, data: dict[str, Any]) -> None:
         self.loop_lag.merge(Histogram.from_dict(data["loop_lag_ms"]))
@@ -92,6 +98,25 @@ def llm_run(environment: Any) -> LLMRun:
     if run is None:
         run = environment._llm_run = LLMRun(environment)
     return run
+
+
+def fatal_stop(environment: Any) -> FatalStop:
+    """This node's watch for runs that can only fail (reset at every test start)."""
+    return llm_run(environment).fatal
+
+
+def stop_run(environment: Any, message: str) -> None:
+    """Stop a run that cannot succeed: one line and exit code 2 (headless) or a stopped test (web UI). A worker
+    hands the verdict to its master, which stops every worker."""
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        runner.send_message(FATAL_MESSAGE, message)
+        return
+    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.flush()
+    environment.process_exit_code = 2
+    opts = environment.parsed_options
+    gevent.spawn(runner.quit if opts is not None and opts.headless else runner.stop)
 
 
 def _fail(message: str) -> None:
@@ -144,11 +169,15 @@ def on_init(environment: Any, **_: Any) -> None:
                 environment.host = os.environ.get("LLM_BASE_URL", "")
             if not environment.host:
                 _start_embedded_mock(environment, run)
-            build_runtime(environment, require_key=True)  # validates endpoint, key variable, price table
+            rt = build_runtime(environment, require_key=True)  # validates endpoint, key variable, price table
+            run.redact = rt.redact
+            install_log_filter(rt.redact)
         except LoadlibError as exc:
             if run.mock is not None:
                 run.mock.stop()
             _fail(str(exc))
+    if isinstance(runner, MasterRunner):
+        runner.register_message(FATAL_MESSAGE, lambda msg, **__: stop_run(environment, str(msg.data)))
     if environment.web_ui and not is_worker:
         from loadlib.webui import install_tab
 
@@ -159,14 +188,17 @@ def on_test_start(environment: Any, **_: Any) -> None:
     run = llm_run(environment)
     run.started_at = time.time()
     run.stopped_at = None
+    run.fatal = FatalStop(float(getattr(environment.parsed_options, "llm_stop_on_fatal_s", 0.0) or 0.0))
     if isinstance(environment.runner, MasterRunner):
         return
     try:
-        environment._llm_runtime = build_runtime(environment, require_key=True)
+        rt = environment._llm_runtime = build_runtime(environment, require_key=True)
     except LoadlibError as exc:
         log.error("loadlib: %s", exc)
         environment.runner.quit()
         return
+    run.redact = rt.redact
+    install_log_filter(rt.redact)
     if run.sampler is None:
         run.sampler = HealthSampler(environment)
     run.sampler.start()
@@ -225,7 +257,7 @@ def on_quit(environment: Any) -> None:
     if run.stopped_at is None:
         run.stopped_at = time.time()
     summary = run.build_summary()
-    print(render_table(summary), flush=True)
+    print(run.redact(render_table(summary)), flush=True)
     print_scenarios(summary)
     sink = summary.get("sink")
     if sink:
@@ -238,7 +270,7 @@ def on_quit(environment: Any) -> None:
     if path:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        target.write_text(run.redact(json.dumps(summary, indent=2, default=str)) + "\n")
         print(f"loadlib: LLM summary written to {target}", flush=True)
     if run.mock is not None:
         run.mock.stop()

@@ -44,6 +44,7 @@ class RequestRecord:
     completion_tokens_est: int | None = None
     cached_prompt_tokens: int | None = None
     reasoning_tokens: int | None = None
+    usage_rejected: str | None = None  # usage counts the server sent that were not sane counts (estimates used)
     # money
     cost_usd: float | None = None
     # outcome

@@ -12,10 +12,13 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadlib.config import Endpoint, Timeouts, endpoint_from_options, timeouts_from_options
+from loadlib.config import Endpoint, Limits, Timeouts, endpoint_from_options, limits_from_options, timeouts_from_options
 from loadlib.pricing import PriceTable
 from loadlib.providers.base import Adapter
 from loadlib.providers.registry import get_adapter
+from loadlib.redact import Redactor
+
+SECRET_VARIABLES = ("INFLUX_TOKEN", "INFLUX_PASSWORD")  # besides the endpoint's key variable
 
 
 @dataclass
@@ -29,6 +32,9 @@ class Runtime:
     max_tokens: int = 128
     estimate_every: int = 20
     cold_connect: bool = False
+    limits: Limits = field(default_factory=Limits)
+    redact: Redactor = field(default_factory=Redactor)
+    stop_on_fatal_s: float = 5.0
     _ids: Any = field(default_factory=lambda: itertools.count(1))
 
     def next_request_id(self) -> str:
@@ -56,6 +62,9 @@ def build_runtime(environment: Any, require_key: bool = True) -> Runtime:
         max_tokens=options.llm_max_tokens,
         estimate_every=options.llm_estimate_every,
         cold_connect=options.llm_cold_connect,
+        limits=limits_from_options(options),
+        redact=Redactor.from_environment([endpoint.api_key_env, *SECRET_VARIABLES]),
+        stop_on_fatal_s=options.llm_stop_on_fatal_s,
     )
 
 

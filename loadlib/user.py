@@ -12,6 +12,7 @@ from locust import events as _events  # noqa: F401  (locust first: gevent patche
 from locust.contrib.fasthttp import FastHttpUser
 
 import dataclasses
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,11 +21,17 @@ from loadlib import tokens
 from loadlib.attempt import build_record
 from loadlib.connection import Connection
 from loadlib.errors import ErrorClass
+from loadlib.fatal import backoff_s
 from loadlib.hooks import hooks
+from loadlib.logs import RateLimitedLog
+from loadlib.plugin import fatal_stop, stop_run
 from loadlib.providers.base import ChatRequest, StreamResult
+from loadlib.providers.errors_body import short
 from loadlib.record import RequestRecord
 from loadlib.runtime import runtime
 from loadlib.stream import stream_call
+
+_UNFORESEEN = RateLimitedLog(logging.getLogger("loadlib.user"), interval_s=30.0)
 
 
 class LLMRequestError(Exception):
@@ -60,6 +67,7 @@ class LLMUser(FastHttpUser):
         super().__init__(environment)
         self._connections: dict[str, Connection] = {}
         self._requests = 0
+        self._fatal_streak = 0
 
     def run(self) -> None:
         """Open this user's connection before its first timed request (unless --llm-cold-connect): a burst of users
@@ -78,7 +86,7 @@ class LLMUser(FastHttpUser):
         rt = runtime(self.environment)
         conn = self._connections.get(rt.endpoint.name)
         if conn is None:
-            conn = self._connections[rt.endpoint.name] = Connection(rt.endpoint, rt.timeouts)
+            conn = self._connections[rt.endpoint.name] = Connection(rt.endpoint, rt.timeouts, rt.limits)
         return conn
 
     def chat(
@@ -101,37 +109,70 @@ class LLMUser(FastHttpUser):
         endpoint = rt.endpoint
         req = ChatRequest(messages=messages, max_tokens=max_tokens or rt.max_tokens, **request_options)
         http = rt.adapter.build(endpoint.base_path, endpoint.model, endpoint.api_key(), req)
-        conn = self.connection()
         start_ns = time.time_ns()
-        outcome = stream_call(conn, rt.adapter, http)
-        schedule_lag = None
-        if intended_send_ms is not None:
-            schedule_lag = outcome.t0 * 1000.0 - intended_send_ms
+        outcome = stream_call(self.connection(), rt.adapter, http)
         self._requests += 1
-        completion_est = self._estimate_completion(outcome, rt.estimate_every)
+        facts = {"scenario": scenario or self.scenario, "turn": turn, "start_unix_ns": start_ns}
+        facts.update(prompt_tokens_est=prompt_tokens_est, intended_send_ms=intended_send_ms)
+        try:
+            record = self._record(rt, outcome, facts, check)
+        except Exception as exc:  # a bug of ours (or of a scenario check): still one counted attempt
+            record = self._internal_error_record(rt, outcome, facts, exc)
+        self._report(record)
+        self._after_attempt(outcome.fatal)
+        return Reply(record, outcome.result)
+
+    def _record(self, rt: Any, outcome: Any, facts: dict[str, Any], check: Check | None) -> RequestRecord:
+        endpoint = rt.endpoint
+        intended = facts["intended_send_ms"]
         record = build_record(
             outcome,
             run_id=rt.run_id,
-            scenario=scenario or self.scenario,
             endpoint=endpoint.name,
             provider=endpoint.provider,
             model=endpoint.model,
             worker_id=rt.worker_id,
             request_id=rt.next_request_id(),
-            start_unix_ns=start_ns,
             prices=rt.prices,
-            prompt_tokens_est=prompt_tokens_est,
-            completion_tokens_est=completion_est,
-            turn=turn,
-            intended_send_ms=intended_send_ms,
-            schedule_lag_ms=schedule_lag,
+            completion_tokens_est=self._estimate_completion(outcome, rt.estimate_every),
+            schedule_lag_ms=outcome.t0 * 1000.0 - intended if intended is not None else None,
+            redact=rt.redact,
+            **facts,
         )
         if check is not None and record.ok:
             verdict = check(outcome.result, record)
             if verdict is not None:
-                record = dataclasses.replace(record, status=verdict[0], error_message=verdict[1])
-        self._report(record)
-        return Reply(record, outcome.result)
+                record = dataclasses.replace(record, status=verdict[0], error_message=rt.redact(verdict[1]))
+        return record
+
+    def _internal_error_record(self, rt: Any, outcome: Any, facts: dict[str, Any], exc: Exception) -> RequestRecord:
+        _UNFORESEEN.error("loadlib failed on a finished request (%r); please report it", exc, exc_info=exc)
+        endpoint = rt.endpoint
+        return RequestRecord(
+            run_id=rt.run_id,
+            scenario=facts["scenario"],
+            endpoint=endpoint.name,
+            provider=endpoint.provider,
+            model=endpoint.model,
+            worker_id=rt.worker_id,
+            request_id=rt.next_request_id(),
+            turn=facts["turn"],
+            start_unix_ns=facts["start_unix_ns"],
+            e2e_ms=outcome.e2e_ms,
+            status=ErrorClass.INTERNAL_ERROR,
+            http_status=outcome.http_status,
+            error_message=rt.redact(f"{type(exc).__name__}: {short(str(exc))}"),
+            response_bytes=outcome.response_bytes,
+        )
+
+    def _after_attempt(self, fatal: str | None) -> None:
+        """Tell the run's fatal-stop watch; after a failure that cannot heal, back off instead of spinning."""
+        verdict = fatal_stop(self.environment).observe(fatal)
+        if verdict is not None:
+            stop_run(self.environment, verdict)
+        self._fatal_streak = self._fatal_streak + 1 if fatal else 0
+        if self._fatal_streak:
+            gevent.sleep(backoff_s(self._fatal_streak))
 
     def _estimate_completion(self, outcome: Any, every: int) -> int | None:
         """tiktoken count of the output, after the stream ended and in a thread so other streams keep their timing.

@@ -103,7 +103,7 @@ def install_tab(environment: Any, run: Any) -> None:
 
     @app.route("/llm/summary.json")
     def _llm_summary() -> Response:
-        return Response(json.dumps(run.build_summary(), default=str), mimetype="application/json")
+        return Response(run.redact(json.dumps(run.build_summary(), default=str)), mimetype="application/json")
 
     @app.route("/llm/csv")
     def _llm_csv() -> Response:

@@ -13,6 +13,8 @@ What counts where:
   generated and billed. Token sums use the server's usage and fall back to our estimate per request. `priced` counts
   attempts with a cost; `unpriced` those with output tokens but no cost (the model is missing from the price table).
 - Token-estimate deviation takes every attempt that has both usage and an estimate: (estimate - usage) / usage.
+- `usage_rejected` counts attempts whose server usage held a count that was not sane (negative, fractional, absurdly
+  large, not a number): those counts were replaced by our estimate.
 - Open-loop latency from the intended send time (E2E or TTFT plus schedule lag) takes successful attempts with an
   intended send time; schedule lag itself takes every such attempt, since it is the client's lateness.
 """
@@ -53,6 +55,7 @@ COUNTERS = (
     "unpriced",
     "prompt_dev_over_10pct",
     "completion_dev_over_10pct",
+    "usage_rejected",
 )
 DEVIATION_LIMIT_PCT = 10.0
 TOTAL_KEY = ("", "")
@@ -93,6 +96,7 @@ class LLMStatsEntry:
         "ttft_from_intended_ms",
         "ttft_ms",
         "unpriced",
+        "usage_rejected",
     )
 
     def __init__(self, scenario: str, endpoint: str) -> None:
@@ -223,6 +227,7 @@ def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord) -> None:
     prompt_dev = _deviation_pct(r.prompt_tokens, r.prompt_tokens_est)
     completion_dev = _deviation_pct(r.completion_tokens, r.completion_tokens_est)
     lag = r.schedule_lag_ms if r.intended_send_ms is not None else None
+    rejected = r.usage_rejected is not None
     timings: list[tuple[str, float]] = []
     if ok:
         for name in ("ttfb_ms", "first_event_ms", "ttft_ms", "ttfo_ms", "e2e_ms", "tpot_ms"):
@@ -272,6 +277,8 @@ def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord) -> None:
             e.prompt_dev_over_10pct += 1
         if completion_dev is not None and abs(completion_dev) > DEVIATION_LIMIT_PCT:
             e.completion_dev_over_10pct += 1
+        if rejected:
+            e.usage_rejected += 1
         if start is not None and end is not None:
             if e.first_start_unix_ns is None or start < e.first_start_unix_ns:
                 e.first_start_unix_ns = start

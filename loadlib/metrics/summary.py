@@ -72,6 +72,7 @@ def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> dict[s
         "cost_usd": cost,
         "cost_per_1k_requests": cost / e.requests * 1000.0 if cost is not None and e.requests else None,
         "unpriced_requests": e.unpriced,
+        "usage_rejected": e.usage_rejected,
         "token_estimate": {
             "prompt": _deviation(e.prompt_dev_pct, e.prompt_dev_over_10pct),
             "completion": _deviation(e.completion_dev_pct, e.completion_dev_over_10pct),
@@ -167,6 +168,12 @@ def render_table(summary: dict[str, Any]) -> str:
     if unpriced:
         out.append(
             f"cost excludes {unpriced} request{'s' if unpriced != 1 else ''} of models missing from the price table"
+        )
+    rejected = (total or {}).get("usage_rejected")
+    if rejected:
+        out.append(
+            f"usage rejected on {rejected} request{'s' if rejected != 1 else ''} (counts that were not sane: "
+            "negative, fractional, huge or not numbers): tokens and cost use our tiktoken estimate there"
         )
     for r in rows:
         ol = r.get("open_loop")
