@@ -1,7 +1,9 @@
 """How fast SSEDecoder frames a typical OpenAI chat stream, against sseclient-py on the same chunks.
 
 Each chunk is one `data: {...}\\n\\n` event, as a server flushing per token delivers it. Prints µs per event (best of
-several repeats, so a noisy machine reports its quiet moments). Run: /work/venv/bin/python bench/sse_decoder_speed.py
+several repeats, so a noisy machine reports its quiet moments). Then one line that never ends, fed in 4 KB and 64 KB
+reads with the caps lifted: the seconds it takes must grow linearly with its length (a hostile server cannot make
+decoding quadratic). Run: python bench/sse_decoder_speed.py
 """
 
 from __future__ import annotations
@@ -61,6 +63,23 @@ def best_us_per_event(fn, chunks: list[bytes], repeats: int) -> float:
     return best
 
 
+def time_long_line(megabytes: int, read_size: int) -> float:
+    """Seconds to decode one `data:` line of `megabytes` MiB delivered in `read_size` reads (best of 3)."""
+    piece = b"x" * read_size
+    reads = (megabytes << 20) // read_size
+    best = float("inf")
+    for _ in range(3):
+        decoder = SSEDecoder(max_line=1 << 40, max_event=1 << 40)
+        t = time.perf_counter()
+        decoder.feed(b"data: ", 0.0)
+        for _ in range(reads):
+            decoder.feed(piece, 0.0)
+        events = decoder.feed(b"\n\n", 0.0)
+        best = min(best, time.perf_counter() - t)
+        assert len(events[0][2]) == reads * read_size
+    return best
+
+
 def main() -> None:
     body = FIXTURE.read_bytes() * 300
     chunks = event_chunks(body)
@@ -73,6 +92,10 @@ def main() -> None:
     print(f"two events per chunk: loadlib.sse.SSEDecoder {paired:5.2f} µs/event  (general framing path)")
     lines = best_us_per_event(time_ours, line_chunks(body), 7)
     print(f"one line per chunk:   loadlib.sse.SSEDecoder {lines:5.2f} µs/event")
+    for read_size in (4096, 65536):
+        figures = {mb: time_long_line(mb, read_size) for mb in (1, 10, 100)}
+        shown = ", ".join(f"{mb} MiB {s:.3f} s ({s / mb * 1000:.1f} ms/MiB)" for mb, s in figures.items())
+        print(f"one endless line in {read_size // 1024} KB reads: {shown}")
 
 
 if __name__ == "__main__":

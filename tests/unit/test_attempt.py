@@ -66,3 +66,39 @@ def test_unpriced_model_costs_none():
     out = StreamOutcome(ttft_ms=1.0, e2e_ms=2.0, output_stamps_ms=[1.0])
     out.result = StreamResult(text_by_choice={0: "x"}, usage=Usage(prompt_tokens=1, completion_tokens=1))
     assert record(out, model="unknown-model").cost_usd is None
+
+
+def test_a_one_event_reply_has_no_tpot_and_no_itl():
+    """A non-streamed JSON reply is one event: E2E equals TTFT, so (E2E - TTFT) / (n - 1) would put 0.0 into TPOT."""
+    out = StreamOutcome(ttft_ms=80.0, e2e_ms=80.0, output_stamps_ms=[80.0])
+    out.result = StreamResult(text_by_choice={0: "hello there"}, usage=Usage(completion_tokens=3))
+    r = record(out)
+    assert r.ok and r.tpot_ms is None and r.itl_ms == () and r.output_events == 1
+
+
+def test_server_text_is_redacted_by_value_and_clipped():
+    from loadlib.redact import Redactor
+
+    key = "sk-proj-Abc123Def456Ghi789"
+    out = StreamOutcome(
+        status=ErrorClass.HTTP_4XX,
+        message=f"Incorrect API key {key} (also Abc123Def456Ghi789)",
+        server_request_id=key,
+        headers={"retry-after": key},
+    )
+    out.result = StreamResult(finish_reason="Abc123Def456Ghi789" * 30)
+    r = record(out, redact=Redactor([key]))
+    text = repr(r)
+    assert "Abc123Def456Ghi789" not in text
+    assert r.error_message == "Incorrect API key <redacted> (also <redacted>)"
+    assert r.server_request_id == "<redacted>" and r.ratelimit == {"retry-after": "<redacted>"}
+    assert len(r.finish_reason) <= 200
+
+
+def test_rejected_usage_falls_back_to_the_estimate_and_is_flagged():
+    out = StreamOutcome(ttft_ms=10.0, e2e_ms=50.0, output_stamps_ms=[10.0, 50.0])
+    usage = Usage(prompt_tokens=None, completion_tokens=None, rejected=("usage.completion_tokens=-5",))
+    out.result = StreamResult(text_by_choice={0: "x"}, usage=usage)
+    r = record(out, prompt_tokens_est=20, completion_tokens_est=4)
+    assert r.usage_rejected == "usage.completion_tokens=-5"
+    assert r.output_tokens == 4 and r.cost_usd is not None and r.cost_usd > 0

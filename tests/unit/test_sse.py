@@ -232,3 +232,29 @@ def test_fast_path_and_framing_path_agree() -> None:
     split = [bytes([b]) for chunk in chunks for b in chunk]
     expected = [(b"", b"a"), (b"", b"b"), (b"", b"c"), (b"", b""), (b"", b"e"), (b"", b"f")]
     assert events_of(chunks) == events_of(split) == expected
+
+
+def test_a_long_line_split_over_many_reads_is_joined_once_and_keeps_its_stamp() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: ", 1.0) == []
+    for i in range(1000):
+        assert decoder.feed(b"x" * 100, 2.0 + i) == []
+    assert decoder.held_bytes == 100_006  # "data: " and the x's
+    assert decoder.feed(b"y\r", 5.0) == []
+    assert decoder.feed(b"\n\ndata: z\n\n", 6.0) == [(1.0, b"", b"x" * 100_000 + b"y"), (6.0, b"", b"z")]
+    assert not decoder.pending and decoder.held_bytes == 0
+
+
+def test_line_and_event_caps_raise_oversized() -> None:
+    from loadlib.errors import OversizedError
+
+    decoder = SSEDecoder(max_line=1024, max_event=4096)
+    decoder.feed(b"data: " + b"x" * 1000, 0.0)
+    with pytest.raises(OversizedError) as exc:
+        decoder.feed(b"x" * 100, 0.0)
+    assert exc.value.cap == "line" and "--llm-max-line-mb" in str(exc.value)
+    decoder = SSEDecoder(max_line=1024, max_event=4096)
+    with pytest.raises(OversizedError) as exc:
+        decoder.feed(b"data: 0123456789\n" * 400, 0.0)
+    assert exc.value.cap == "event"
+    assert SSEDecoder(max_line=1024, max_event=4096).feed(b"data: 0123456789\n\n" * 400, 0.0)  # many small events

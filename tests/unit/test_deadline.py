@@ -1,0 +1,39 @@
+import pytest
+
+from loadlib.config import Timeouts
+from loadlib.deadline import DRAIN_AFTER_TERMINAL_S, Deadline
+from loadlib.errors import ErrorClass
+
+T = Timeouts(connect=1.0, ttft=2.0, idle=0.5, total=10.0)
+
+
+def test_waits_are_bounded_by_idle_ttft_and_total():
+    d = Deadline(100.0, T)
+    assert d.until(100.0, awaiting_output=True) == 100.5
+    assert d.until(101.8, awaiting_output=True) == 102.0  # TTFT limit comes first
+    assert d.until(109.8, awaiting_output=False) == 110.0  # total limit comes first
+    assert d.head_at == 102.0
+
+
+def test_a_crossed_limit_raises_even_while_data_keeps_coming():
+    d = Deadline(100.0, T)
+    with pytest.raises(Exception) as exc:
+        d.until(102.0, awaiting_output=True)  # keep-alives only: no output token after 2 s
+    assert exc.value.status is ErrorClass.TIMEOUT_TTFT
+    with pytest.raises(Exception) as exc:
+        d.until(110.0, awaiting_output=False)  # a stream that never ends
+    assert exc.value.status is ErrorClass.TIMEOUT_TOTAL
+
+
+def test_which_limit_a_silent_wait_crossed():
+    d = Deadline(100.0, T)
+    assert d.exceeded(100.6, awaiting_output=False).status is ErrorClass.TIMEOUT_IDLE
+    assert d.exceeded(102.0, awaiting_output=True).status is ErrorClass.TIMEOUT_TTFT
+    assert d.exceeded(110.0, awaiting_output=True).status is ErrorClass.TIMEOUT_TOTAL
+    assert d.head_exceeded().status is ErrorClass.TIMEOUT_TTFT
+    assert Deadline(0.0, Timeouts(ttft=5.0, total=3.0)).head_exceeded().status is ErrorClass.TIMEOUT_TOTAL
+
+
+def test_after_the_terminal_event_only_the_drain_limit_applies():
+    d = Deadline(100.0, Timeouts(idle=30.0, total=600.0))
+    assert d.until(101.0, awaiting_output=False, terminal_seen=True) == 101.0 + DRAIN_AFTER_TERMINAL_S
