@@ -6,6 +6,7 @@ mock, the web UI tab, and the end-of-run summary. Everything else happens in the
 from __future__ import annotations
 
 import gevent
+from gevent import get_hub
 from locust.runners import WorkerRunner
 
 import gc
@@ -93,6 +94,7 @@ def _prepare_master_or_local(ctx: RunContext) -> None:
         fail(str(exc))
     for note in notes:
         print(note, flush=True)
+    get_hub().loop.update_now()  # the checks and data preparation above blocked the loop: refresh its clock
 
 
 def on_test_start(ctx: RunContext) -> None:
@@ -108,6 +110,7 @@ def on_test_start(ctx: RunContext) -> None:
     install_log_filter(ctx.redact)
     if ctx.generates_load:
         _quiet_gc()
+    get_hub().loop.update_now()  # Locust arms -t from the loop's cached clock, stale after the blocking work above
 
 
 def _quiet_gc() -> None:

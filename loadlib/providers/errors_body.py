@@ -105,13 +105,13 @@ def classify(status: int, body: bytes) -> ProviderError:
         error_class = ErrorClass.HTTP_5XX
     else:
         error_class = ErrorClass.HTTP_4XX
-    return ProviderError(error_class, short(message or f"HTTP {status}"), etype, code)
+    return ProviderError(error_class, short(message or "") or f"HTTP {status}", etype, code)
 
 
 def stream_error(obj: Any) -> ProviderError:
     """An error reported inside an HTTP 200 event stream."""
     message, etype, code = read_error(obj)
-    return ProviderError(ErrorClass.PROVIDER_ERROR, short(message or "error event in the stream"), etype, code)
+    return ProviderError(ErrorClass.PROVIDER_ERROR, short(message or "") or "error event in the stream", etype, code)
 
 
 _ANTHROPIC_STREAM_TYPES = frozenset(

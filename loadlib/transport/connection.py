@@ -32,6 +32,7 @@ from loadlib.transport.stamps import ANCILLARY_SIZE, SO_TIMESTAMPNS, STAMPER, ke
 
 _select = get_original("select", "select")
 BUSY_S = 0.005  # longest stretch of reading without a wait before the reader yields to the hub
+YIELD_S = 1e-6  # gevent.sleep(0) only runs other greenlets; the loop polls after 50 of those, which a flood delays
 READ_SIZE = 65536
 
 
@@ -202,7 +203,7 @@ class Connection:
             self.seen_iteration = iteration
             self.busy_since = perf_counter()
         elif perf_counter() - self.busy_since > BUSY_S:
-            gevent.sleep(0)
+            gevent.sleep(YIELD_S)  # a timer, not sleep(0): the loop must go round (fire timers, poll sockets)
 
     def _recv_stamped(self, sock: Any, first: bool) -> tuple[bytes, float | None, float | None]:
         """recvmsg with the kernel's stamp; with `first`, the arrival thread's stamp of the first unread byte."""

@@ -321,6 +321,8 @@ def _stream_events(
         else:
             events = decoder.feed(data, now)
         for stamp, event, payload in events:
+            if terminal:
+                break  # after the terminal event nothing is output: the rest is only drained
             out.events += 1
             if out.first_event_ms is None:
                 out.first_event_ms = (stamp - t0) * ms
