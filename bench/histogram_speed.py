@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from loadlib.metrics.histogram import Histogram, record_many_into
 from loadlib.metrics.stats import LLMStats
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
 
 REQUESTS = 2_000
 TOKENS_PER_REQUEST = 256

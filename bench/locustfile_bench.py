@@ -2,7 +2,7 @@
 
 from locust import constant, task
 
-from loadlib.user import LLMUser
+from loadlib.locust.user import LLMUser
 
 PROMPT = [{"role": "user", "content": "Tell me about load testing."}]
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from influx_server import InfluxServer, find_influxd, free_port
 
 from loadlib.errors import ErrorClass
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
 from loadlib.sinks.influx import InfluxSink
 from loadlib.sinks.lineproto import request_line
 from loadlib.sinks.transports import InfluxV1Transport

@@ -17,7 +17,7 @@ from sseclient import SSEClient
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from loadlib.sse import SSEDecoder  # noqa: E402
+from loadlib.transport.sse import SSEDecoder  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "sse" / "openai" / "chat-text-include-usage.sse"
 
@@ -86,12 +86,12 @@ def main() -> None:
     ours = best_us_per_event(time_ours, chunks, 7)
     theirs = best_us_per_event(time_sseclient, chunks, 7)
     print(f"{len(chunks)} events of {FIXTURE.name}, best of 7")
-    print(f"one event per chunk:  loadlib.sse.SSEDecoder {ours:5.2f} µs/event")
+    print(f"one event per chunk:  loadlib.transport.sse.SSEDecoder {ours:5.2f} µs/event")
     print(f"one event per chunk:  sseclient-py 1.9.0     {theirs:5.2f} µs/event  ({theirs / ours:.1f}x ours)")
     paired = best_us_per_event(time_ours, paired_chunks(chunks), 7)
-    print(f"two events per chunk: loadlib.sse.SSEDecoder {paired:5.2f} µs/event  (general framing path)")
+    print(f"two events per chunk: loadlib.transport.sse.SSEDecoder {paired:5.2f} µs/event  (general framing path)")
     lines = best_us_per_event(time_ours, line_chunks(body), 7)
-    print(f"one line per chunk:   loadlib.sse.SSEDecoder {lines:5.2f} µs/event")
+    print(f"one line per chunk:   loadlib.transport.sse.SSEDecoder {lines:5.2f} µs/event")
     for read_size in (4096, 65536):
         figures = {mb: time_long_line(mb, read_size) for mb in (1, 10, 100)}
         shown = ", ".join(f"{mb} MiB {s:.3f} s ({s / mb * 1000:.1f} ms/MiB)" for mb, s in figures.items())

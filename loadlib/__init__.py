@@ -1,7 +1,7 @@
 """loadlib: the library under the locustfiles. Streams LLM APIs over SSE and measures every request truthfully."""
 
 from loadlib.errors import ConfigError, ErrorClass, LoadlibError, MalformedEventError, UnsupportedAPIError
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
 
 __all__ = [
     "ConfigError",

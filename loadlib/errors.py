@@ -1,4 +1,4 @@
-"""One exception tree and the error classes of DESIGN.md section 3.
+"""One exception tree and the error classes of docs/metrics.md, "Error classes".
 
 `LoadlibError` is for problems the user can fix (bad configuration, bad data, unsupported API): the CLI prints its
 message as one line and exits non-zero. Error *classes* are the outcome labels of a request attempt.
@@ -39,7 +39,7 @@ def _size(n: int) -> str:
 
 
 class ErrorClass(StrEnum):
-    """Outcome of one request attempt (DESIGN.md section 3). `OK` is the only success."""
+    """Outcome of one request attempt (docs/metrics.md, "Error classes"). `OK` is the only success."""
 
     OK = "ok"
     HTTP_4XX = "http_4xx"

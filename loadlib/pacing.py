@@ -1,4 +1,4 @@
-"""Open-loop arrivals: a target request rate that does not slow down when the server does (DESIGN.md section 2).
+"""Open-loop arrivals: a target request rate that does not slow down when the server does (docs/metrics.md, "Timing").
 
 Locust's users are closed-loop: a user waits for its answer before it asks again, so a slow server receives fewer
 requests and its queueing never shows (coordinated omission). Here one schedule per worker hands out intended send
@@ -6,8 +6,8 @@ times (Poisson or evenly spaced) to whichever user is free; the user sleeps unti
 user is busy, slots fall behind: the request goes out late, its schedule lag (actual - intended send) is recorded, and
 latency measured from the intended send time includes the wait a user arriving on schedule would have had.
 
-Times are milliseconds on the `time.perf_counter()` clock, the clock `loadlib.stream` stamps t0 with. The user-count
-maths of the load shapes (`loadlib.shapes`) lives here too, free of Locust.
+Times are milliseconds on the `time.perf_counter()` clock, the clock `loadlib.transport.stream` stamps t0 with. The
+user-count maths of the load shapes (`loadlib.locust.shapes`) lives here too, free of Locust.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from locust import between, task
 
 import itertools
 
-from loadlib import tokens
-from loadlib.user import LLMUser
+from loadlib.locust import LLMUser
+from loadlib.records import tokens
 
 SYSTEM = "You are a concise, friendly support assistant for an online electronics store."
 QUESTIONS = [

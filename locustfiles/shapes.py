@@ -6,6 +6,6 @@ StepShape: --shape-steps equal steps of --shape-step-s seconds up to the user co
 Both end at the run time (-t / the UI's "Run time").
 """
 
-from loadlib.shapes import RampShape, StepShape
+from loadlib.locust.shapes import RampShape, StepShape
 
 __all__ = ["RampShape", "StepShape"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from loadlib.data import generate
+from loadlib.data import cache, compliance, long_document, support_chat
 from loadlib.data.jsonl import (
     FINDINGS_SCHEMA,
     PREVIOUS,
@@ -44,8 +44,8 @@ def conversations(seed: int, count: int, turns: int, cache_dir: str = "", path: 
     if path:
         return tuple(load_conversations(path))
     params = {"seed": seed, "count": count, "turns": turns}
-    file = generate.cached(
-        "conversations", params, lambda: generate.conversation_rows(seed, count, turns), _dir(cache_dir)
+    file = cache.cached(
+        "conversations", params, lambda: support_chat.conversation_rows(seed, count, turns), _dir(cache_dir)
     )
     return tuple(load_conversations(file))
 
@@ -58,7 +58,9 @@ def documents(
     if path:
         return tuple(load_documents(path))
     params = {"seed": seed, "sizes": list(sizes), "per_size": per_size}
-    file = generate.cached("documents", params, lambda: generate.document_rows(seed, sizes, per_size), _dir(cache_dir))
+    file = cache.cached(
+        "documents", params, lambda: long_document.document_rows(seed, sizes, per_size), _dir(cache_dir)
+    )
     return tuple(load_documents(file))
 
 
@@ -68,11 +70,11 @@ def compliance_cases(seed: int, count: int, cache_dir: str = "", path: str = "")
     if path:
         return tuple(load_cases(path))
     params = {"seed": seed, "count": count}
-    file = generate.cached("cases", params, lambda: generate.case_rows(seed, count), _dir(cache_dir))
+    file = cache.cached("cases", params, lambda: compliance.case_rows(seed, count), _dir(cache_dir))
     return tuple(load_cases(file))
 
 
 @lru_cache(maxsize=64)
 def system_prompt(seed: int, target_tokens: int) -> tuple[str, int]:
     """A support system prompt of about `target_tokens` tokens, and its exact count."""
-    return generate.system_prompt(seed, target_tokens)
+    return support_chat.system_prompt(seed, target_tokens)

@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from loadlib import tokens
 from loadlib.errors import ConfigError
+from loadlib.records import tokens
 
 PREVIOUS = "{previous}"  # in a support-chat turn: replaced by the start of the previous answer at run time
 CASE_KINDS = ("transaction", "email", "clause")

@@ -1,8 +1,8 @@
 """Mergeable log-bucketed histogram for latencies (ms) and other non-negative values (tokens, tokens/s, $).
 
-Why not Locust's buckets: they round to 2 significant digits (147 ms becomes 150 ms); DESIGN.md section 4 asks for
-at least 3. Why not averaging per-worker percentiles: it is wrong. Each worker ships its buckets, the master adds
-them, and merged percentiles are those of all samples, within the bucket precision.
+Why not Locust's buckets: they round to 2 significant digits (147 ms becomes 150 ms); docs/metrics.md, "Statistics and
+the summary" asks for at least 3. Why not averaging per-worker percentiles: it is wrong. Each worker ships its buckets,
+the master adds them, and merged percentiles are those of all samples, within the bucket precision.
 
 Buckets (HdrHistogram-like, computed from the float's bits, so no logarithm is taken per value): the bucket index is
 the IEEE-754 double's top bits, exponent plus the first 9 mantissa bits (`bits >> 43`). Each power of two is cut into

@@ -1,6 +1,6 @@
 """Is the load generator itself the bottleneck? A verdict from worker event-loop lag and CPU samples.
 
-Why (DESIGN.md section 2, "Loop lag"): every timestamp is taken by a greenlet that must first be scheduled. When a
+Why (docs/metrics.md, "Timing"): every timestamp is taken by a greenlet that must first be scheduled. When a
 worker's event loop runs a 100 ms timer 120 ms late, a token that arrived on time is stamped up to 120 ms late too,
 so TTFT, ITL and E2E grow with the client's backlog, not the server's. Such a run must say so in every summary
 instead of reporting the inflated latencies as the server's.
@@ -13,9 +13,9 @@ How it is judged:
   flags pegged samples once they are more than a tenth of all samples: one worker pegged for over 10 % of the run,
   or one pegged worker among fewer than ten. 90 % is also where Locust itself starts warning about CPU.
 - Below those thresholds, TTFT, TTFB, TPOT and E2E hold on a lagging loop (the kernel's arrival stamps, kept for a
-  stream's first token by loadlib.arrival), but tokens that arrive while the loop runs late are read together and
-  share the newest one's stamp, so inter-token gaps shrink to zero and grow to the lag. When the loop-lag p99 exceeds
-  the run's median ITL, the verdict warns that the ITL tail belongs to the load generator.
+  stream's first token by loadlib.transport.stamps), but tokens that arrive while the loop runs late are read together
+  and share the newest one's stamp, so inter-token gaps shrink to zero and grow to the lag. When the loop-lag p99
+  exceeds the run's median ITL, the verdict warns that the ITL tail belongs to the load generator.
 """
 
 from __future__ import annotations

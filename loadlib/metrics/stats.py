@@ -1,6 +1,6 @@
 """LLM statistics per (scenario, endpoint): counts, errors by class, mergeable histograms, token and cost sums.
 
-This is loadlib's own statistics collection (DESIGN.md section 4): it sits beside Locust's request table rather than
+This is loadlib's own statistics collection (docs/influxdb.md): it sits beside Locust's request table rather than
 firing fake requests into it. Each worker `serialize()`s it into its report (and `reset()`s, like Locust's stats),
 the master `merge_serialized()`s every report, so percentiles are those of all samples.
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from loadlib.errors import ErrorClass
 from loadlib.metrics.histogram import Histogram, record_many_into
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
 
 HISTOGRAMS = (
     "ttfb_ms",

@@ -1,4 +1,4 @@
-"""End-of-run summary (DESIGN.md section 4): a JSON-able dict for machines and a fixed-width table for terminals.
+"""End-of-run summary (docs/influxdb.md): a JSON-able dict for machines and a fixed-width table for terminals.
 
 `build_summary` turns merged `LLMStats` into plain numbers; `render_table` only reads that dict (so it also renders a
 summary loaded back from JSON) and prints "-" for anything missing. Latencies are milliseconds rounded to 3 decimals

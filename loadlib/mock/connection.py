@@ -1,23 +1,36 @@
 """One client connection: HTTP/1.1 framing, keep-alive, pipelining in order, and write flow control.
 
 A request is dispatched when its last body byte has been read; that moment is the request's time zero for every
-planned delay and every ground-truth stamp. Requests queued behind a streaming response wait their turn.
+planned delay and every ground-truth stamp. Requests queued behind a streaming response wait their turn. The
+connection knows its server only as a `ConnectionHost`, so the dependency points one way: server -> connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from loadlib.mock.httpwire import MAX_HEAD, HttpError, RequestHead, parse_head, response_head
-
-if TYPE_CHECKING:
-    from loadlib.mock.server import MockServer
+from loadlib.mock.truth import Stats
 
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+class ConnectionHost(Protocol):
+    """What a connection needs from the server that accepted it: its loop, its counters, and where requests go."""
+
+    loop: asyncio.AbstractEventLoop
+    stats: Stats
+    loop_time: Callable[[], float]
+
+    def connection_opened(self, conn: Connection) -> None: ...
+
+    def connection_closed(self, conn: Connection) -> None: ...
+
+    def enqueue(self, conn: Connection, req: RequestHead, t0: float) -> None: ...
 
 
 class Job:
@@ -34,17 +47,17 @@ class Connection(asyncio.Protocol):
         "_head",
         "busy",
         "closed",
+        "host",
         "id",
         "job",
         "keep_alive",
         "paused",
-        "server",
         "transport",
         "waiter",
     )
 
-    def __init__(self, server: MockServer, conn_id: int) -> None:
-        self.server = server
+    def __init__(self, host: ConnectionHost, conn_id: int) -> None:
+        self.host = host
         self.id = conn_id
         self.transport: Any = None
         self._buf = bytearray()
@@ -60,7 +73,7 @@ class Connection(asyncio.Protocol):
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
-        self.server.connection_opened(self)
+        self.host.connection_opened(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -68,7 +81,7 @@ class Connection(asyncio.Protocol):
         if job is not None:
             job.cancel()
         self.waiter = None
-        self.server.connection_closed(self)
+        self.host.connection_closed(self)
 
     def pause_writing(self) -> None:
         self.paused = True
@@ -114,19 +127,19 @@ class Connection(asyncio.Protocol):
             self._head = None
             self.busy = True
             self.keep_alive = head.keep_alive
-            self.server.enqueue(self, head, self.server.loop_time())
+            self.host.enqueue(self, head, self.host.loop_time())
 
     # response side
     def write(self, data: bytes) -> None:
         if not self.closed:
             self.transport.write(data)
-            self.server.stats.bytes_sent += len(data)
+            self.host.stats.bytes_sent += len(data)
 
     def respond(self, status: int, headers: list[tuple[str, str]], body: bytes, keep_alive: bool = True) -> None:
         """A whole response with Content-Length, then the next request."""
         keep = keep_alive and self.keep_alive
         self.write(response_head(status, headers, len(body), keep) + body)
-        self.server.stats.count_response(status)
+        self.host.stats.count_response(status)
         self.finish(keep)
 
     def finish(self, keep_alive: bool = True) -> None:
@@ -139,7 +152,7 @@ class Connection(asyncio.Protocol):
             self.transport.close()
             return
         if self._buf:
-            self.server.loop.call_soon(self._process)
+            self.host.loop.call_soon(self._process)
 
     def drop(self) -> None:
         """Close after flushing what was written: the client sees the body end without its terminator."""

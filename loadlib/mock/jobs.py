@@ -1,30 +1,39 @@
 """Timed response writers. Every write is scheduled on an absolute deadline measured from the request's arrival
 (through the server's shared `Scheduler`); a tick that runs late writes every event already due in one chunk, so
-lateness never accumulates and throughput comes from batching rather than from more timers.
+lateness never accumulates and throughput comes from batching rather than from more timers. A job knows the
+server only as a `JobHost`, so the dependency points one way: server -> jobs.
 """
 
 from __future__ import annotations
 
+import asyncio
 from bisect import bisect_right
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from loadlib.mock.connection import Connection, Job
 from loadlib.mock.httpwire import LAST_CHUNK, chunk, response_head
 from loadlib.mock.plan import Plan
 from loadlib.mock.render import Stream
-from loadlib.mock.truth import TruthRecord
-
-if TYPE_CHECKING:
-    from loadlib.mock.server import MockServer
+from loadlib.mock.schedule import Scheduler
+from loadlib.mock.truth import Stats, TruthLog, TruthRecord
 
 MAX_BATCH = 256  # output events per write when many are due at once (zero ITL, a late timer)
 
 
+class JobHost(Protocol):
+    """What a response writer needs from the server: its loop and deadline heap, its counters and ground truth."""
+
+    loop: asyncio.AbstractEventLoop
+    scheduler: Scheduler
+    stats: Stats
+    truth: TruthLog
+
+
 class _TimedJob(Job):
-    """A response written on a timer (subclasses hold `server`, `record` and `timer`)."""
+    """A response written on a timer (subclasses hold `host`, `record` and `timer`)."""
 
     __slots__ = ()
-    server: MockServer
+    host: JobHost
     record: TruthRecord
     timer: Any
 
@@ -35,7 +44,7 @@ class _TimedJob(Job):
             self.timer.cancel()
             self.timer = None
         if self.record.outcome == "pending":
-            self.server.truth.complete(self.record, "client_closed")
+            self.host.truth.complete(self.record, "client_closed")
             self._abandoned()
 
     def _abandoned(self) -> None:
@@ -52,19 +61,19 @@ class StreamJob(_TimedJob):
         "end_deadline",
         "fault_pending",
         "head",
+        "host",
         "i",
         "loop",
         "plan",
         "record",
         "renderer",
-        "server",
         "t0",
         "timer",
     )
 
     def __init__(
         self,
-        server: MockServer,
+        host: JobHost,
         conn: Connection,
         record: TruthRecord,
         renderer: Stream,
@@ -72,8 +81,8 @@ class StreamJob(_TimedJob):
         head: bytes,
         t0: float,
     ) -> None:
-        self.server = server
-        self.loop = server.loop
+        self.host = host
+        self.loop = host.loop
         self.conn = conn
         self.record = record
         self.renderer = renderer
@@ -90,7 +99,7 @@ class StreamJob(_TimedJob):
 
     def start(self) -> None:
         self.conn.job = self
-        self.server.stats.streams_active += 1
+        self.host.stats.streams_active += 1
         if self.plan.start_ms > 0:
             self.timer = self.loop.call_at(self.t0 + self.plan.start_ms / 1000.0, self._send_head)
         else:
@@ -100,7 +109,7 @@ class StreamJob(_TimedJob):
         self._done()
 
     def _done(self) -> None:
-        self.server.stats.streams_active -= 1
+        self.host.stats.streams_active -= 1
 
     def _ms(self, now: float) -> float:
         return (now - self.t0) * 1000.0
@@ -110,7 +119,7 @@ class StreamJob(_TimedJob):
         now = self.loop.time()
         self.conn.write(self.head + chunk(self.renderer.head()))
         self.record.headers_sent_ms = self._ms(now)
-        self.server.stats.count_response(200)
+        self.host.stats.count_response(200)
         self._schedule(now)
 
     def _schedule(self, now: float) -> None:
@@ -118,7 +127,7 @@ class StreamJob(_TimedJob):
         if nxt <= now:
             self.loop.call_soon(self._tick)  # more is due already (zero ITL): let other streams and I/O in first
         else:
-            self.server.scheduler.at(nxt, self._tick)
+            self.host.scheduler.at(nxt, self._tick)
 
     def _tick(self) -> None:
         """Write every output event due by now (up to MAX_BATCH) as one chunk; handle the fault and tail edges."""
@@ -141,7 +150,7 @@ class StreamJob(_TimedJob):
             plan = self.plan
             tokens = j - i if plan.tokens_per_event == 1 else plan.tokens_before(j) - plan.tokens_before(i)
             self.record.add_events((now - self.t0) * 1000.0, j - i, tokens)
-            stats = self.server.stats
+            stats = self.host.stats
             stats.tokens_sent += tokens
             stats.events_sent += j - i
             self.i = j
@@ -187,18 +196,18 @@ class StreamJob(_TimedJob):
 
     def _finish(self, now: float, outcome: str) -> None:
         self.record.end_ms = self._ms(now)
-        self.server.truth.complete(self.record, outcome)
+        self.host.truth.complete(self.record, outcome)
         self._done()
 
 
 class BodyJob(_TimedJob):
     """A non-streamed JSON response written whole at the planned end time (drop: half of it, then close)."""
 
-    __slots__ = ("body", "conn", "headers", "plan", "record", "server", "status", "t0", "timer")
+    __slots__ = ("body", "conn", "headers", "host", "plan", "record", "status", "t0", "timer")
 
     def __init__(
         self,
-        server: MockServer,
+        host: JobHost,
         conn: Connection,
         record: TruthRecord,
         plan: Plan,
@@ -207,7 +216,7 @@ class BodyJob(_TimedJob):
         body: bytes,
         t0: float,
     ) -> None:
-        self.server = server
+        self.host = host
         self.conn = conn
         self.record = record
         self.plan = plan
@@ -219,14 +228,14 @@ class BodyJob(_TimedJob):
 
     def start(self) -> None:
         self.conn.job = self
-        self.timer = self.server.loop.call_at(self.t0 + self.plan.end_ms / 1000.0, self._send)
+        self.timer = self.host.loop.call_at(self.t0 + self.plan.end_ms / 1000.0, self._send)
 
     def _send(self) -> None:
         self.timer = None
         conn = self.conn
         if conn.closed:
             return
-        now = self.server.loop.time()
+        now = self.host.loop.time()
         ms = (now - self.t0) * 1000.0
         rec = self.record
         rec.headers_sent_ms = rec.end_ms = ms
@@ -234,12 +243,12 @@ class BodyJob(_TimedJob):
             tokens = self.plan.output_tokens
             rec.add_events(ms, 1 if tokens else 0, tokens)
             rec.finish_reason = self.plan.finish_reason
-            self.server.stats.tokens_sent += tokens
+            self.host.stats.tokens_sent += tokens
         if self.plan.fault == "drop":
             conn.write(response_head(self.status, self.headers, len(self.body)) + self.body[: len(self.body) // 2])
-            self.server.stats.count_response(self.status)
-            self.server.truth.complete(rec, "dropped")
+            self.host.stats.count_response(self.status)
+            self.host.truth.complete(rec, "dropped")
             conn.drop()
             return
-        self.server.truth.complete(rec, "complete")
+        self.host.truth.complete(rec, "complete")
         conn.respond(self.status, self.headers, self.body)

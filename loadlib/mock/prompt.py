@@ -1,6 +1,6 @@
 """Prompt-token counts for usage, cached: clients compare them with their own estimate, and long prompts repeat.
 
-Both APIs are counted with `loadlib.tokens.count_chat` (o200k, OpenAI's per-message framing); an Anthropic
+Both APIs are counted with `loadlib.records.tokens.count_chat` (o200k, OpenAI's per-message framing); an Anthropic
 `system` field counts as a leading system message, which is what our adapter lifts it out of.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from loadlib.tokens import count_chat
+from loadlib.records.tokens import count_chat
 
 LARGE_PROMPT_BYTES = 32 * 1024  # above this, count off the event loop (tiktoken releases the GIL)
 

@@ -1,7 +1,8 @@
-"""The mock LLM server: routes, the LLM request handling (config, usage, context limit, faults), admin endpoints.
+"""The mock LLM server: connections, routes, the admin endpoints, and the order of work on an LLM request.
 
-Runs on one asyncio loop with no framework: `Connection` frames HTTP, `jobs` write on deadlines, `render` holds
-the bytes. Every LLM request gets an id, a plan and a ground-truth record before its first byte goes out.
+Runs on one asyncio loop with no framework: `Connection` frames HTTP, `llm_request` parses, `llm_response` decides
+the headers and bytes, `jobs` write on deadlines, `render` holds the bytes. Every LLM request gets an id, a plan and
+a ground-truth record before its first byte goes out.
 """
 
 from __future__ import annotations
@@ -12,116 +13,39 @@ import random
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from loadlib.mock.config import MockConfig, MockConfigError, parse_overrides, resolve
+from loadlib.mock.config import MockConfig, MockConfigError, parse_overrides
 from loadlib.mock.connection import Connection
 from loadlib.mock.httpwire import RequestHead, response_head
 from loadlib.mock.jobs import BodyJob, StreamJob
-from loadlib.mock.plan import (
-    STATUS_FAULTS,
-    Plan,
-    billed_prompt_tokens,
-    draw_variant,
-    json_is_valid,
-    make_plan,
-    output_seed,
+from loadlib.mock.llm_request import LlmCall, api_for, forced_tool, parse_call
+from loadlib.mock.llm_response import (
+    Answer,
+    Header,
+    planned_headers,
+    record_plan,
+    request_id_headers,
+    status_fault,
+    stream_renderer,
+    structured_answer,
+    variant_headers,
+    whole_body,
 )
-from loadlib.mock.prompt import LARGE_PROMPT_BYTES, PromptCounter, chat_messages, content_key
-from loadlib.mock.render import (
-    AnthropicStream,
-    OpenAIStream,
-    Stream,
-    anthropic_body,
-    bad_request,
-    content_hash,
-    context_error,
-    offset_of,
-    openai_body,
-    status_error,
-    text,
-)
+from loadlib.mock.plan import STATUS_FAULTS, billed_prompt_tokens, draw_variant, make_plan, output_seed
+from loadlib.mock.prompt import LARGE_PROMPT_BYTES, PromptCounter, content_key
+from loadlib.mock.render import bad_request, content_hash, context_error, offset_of
 from loadlib.mock.schedule import Scheduler
-from loadlib.mock.structured import answer_text, requested_schema, token_pieces
 from loadlib.mock.truth import Stats, TruthLog, TruthRecord
-from loadlib.tokens import get_encoding
+from loadlib.records.tokens import get_encoding
 
 JSON = ("content-type", "application/json")
 SSE = [("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache")]
 DEFAULT_TRUTH_LIMIT = 1000
 DISPATCH_BATCH = 8  # requests handled per loop iteration, so a burst of arrivals cannot delay due token writes
-
-
-def _api_for(path: str) -> str | None:
-    if path.endswith("/chat/completions"):
-        return "openai"
-    if path.endswith("/messages"):
-        return "anthropic"
-    return None
-
-
-def _forced_tool(body: dict[str, Any]) -> str | None:
-    """Name of the tool an Anthropic request forces with tool_choice (type "tool" or "any"), else None."""
-    choice = body.get("tool_choice")
-    if not isinstance(choice, dict):
-        return None
-    if choice.get("type") == "tool":
-        return str(choice.get("name") or "tool")
-    if choice.get("type") == "any":
-        tools = body.get("tools") or []
-        first = tools[0] if tools and isinstance(tools[0], dict) else {}
-        return str(first.get("name") or "tool")
-    return None
-
-
-def _tool_input(content: str) -> Any:
-    """A non-streamed tool_use input must be an object: a broken structured answer becomes an empty one."""
-    try:
-        value = orjson.loads(content)
-    except orjson.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _max_tokens(api: str, body: dict[str, Any]) -> int | None:
-    value = body.get("max_tokens") if api == "anthropic" else body.get("max_completion_tokens", body.get("max_tokens"))
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"max_tokens must be a non-negative integer, got {value!r}")
-    return value
-
-
-def _seconds(value: float) -> str:
-    return f"{value:g}"
-
-
-def rate_limit_headers(api: str, retry_after_s: float) -> list[tuple[str, str]]:
-    """What a 429 carries: Retry-After plus OpenAI's x-ratelimit-* (and Anthropic's own names on /v1/messages)."""
-    s = _seconds(retry_after_s)
-    headers = [
-        ("retry-after", s),
-        ("retry-after-ms", f"{retry_after_s * 1000:.0f}"),
-        ("x-ratelimit-limit-requests", "60"),
-        ("x-ratelimit-remaining-requests", "0"),
-        ("x-ratelimit-reset-requests", f"{s}s"),
-        ("x-ratelimit-limit-tokens", "150000"),
-        ("x-ratelimit-remaining-tokens", "0"),
-        ("x-ratelimit-reset-tokens", f"{s}s"),
-    ]
-    if api == "anthropic":
-        reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + retry_after_s))
-        headers += [
-            ("anthropic-ratelimit-requests-limit", "60"),
-            ("anthropic-ratelimit-requests-remaining", "0"),
-            ("anthropic-ratelimit-requests-reset", reset),
-            ("anthropic-ratelimit-tokens-limit", "150000"),
-            ("anthropic-ratelimit-tokens-remaining", "0"),
-            ("anthropic-ratelimit-tokens-reset", reset),
-        ]
-    return headers
 
 
 class MockServer:
@@ -220,7 +144,7 @@ class MockServer:
             self._draining = False
 
     def dispatch(self, conn: Connection, req: RequestHead, t0: float) -> None:
-        api = _api_for(req.path)
+        api = api_for(req.path)
         if api is not None:
             if req.method != "POST":
                 conn.respond(405, [JSON, ("allow", "POST")], bad_request(api, "use POST"))
@@ -290,37 +214,26 @@ class MockServer:
         conn.respond(200, [JSON], orjson.dumps(self.config_dict()))
 
     # LLM endpoints
-    def _next_id(self) -> str:
+    def _new_record(self, conn: Connection, req: RequestHead, api: str) -> TruthRecord:
+        """A fresh id (boot prefix + sequence) and its ground-truth record, kept even if the request is rejected."""
         self._seq += 1
-        return f"{self._boot}{self._seq:010d}"
-
-    def _llm(self, conn: Connection, req: RequestHead, api: str, t0: float) -> None:
-        rid = self._next_id()
-        rec = TruthRecord(rid, conn.id, api, self.truth_events)
+        rec = TruthRecord(f"{self._boot}{self._seq:010d}", conn.id, api, self.truth_events)
         rec.client_request_id = req.headers.get("x-client-request-id")
         self.truth.add(rec)
-        id_headers = [
-            ("request-id" if api == "anthropic" else "x-request-id", "req_" + rid),
-            ("x-mock-request-id", rid),
-        ]
+        return rec
+
+    def _llm(self, conn: Connection, req: RequestHead, api: str, t0: float) -> None:
+        """Record, parse, count the prompt (off the loop when large), then answer unless the client has gone."""
+        rec = self._new_record(conn, req, api)
+        id_headers = request_id_headers(api, rec.request_id)
         try:
-            body = orjson.loads(req.body)
-            if not isinstance(body, dict):
-                raise ValueError("the body must be a JSON object")
-            model = body.get("model")
-            if not isinstance(model, str) or not model:
-                raise ValueError("model is required")
-            cfg, bare_model = resolve(self.config, req.headers.get("x-mock"), model)
-            if not isinstance(body.get("messages"), list) or not all(isinstance(m, dict) for m in body["messages"]):
-                raise ValueError("messages must be a list of objects")
-            messages = chat_messages(api, body)
-            max_tokens = _max_tokens(api, body)
+            call = parse_call(api, req.body, self.config, req.headers.get("x-mock"))
         except (ValueError, TypeError, MockConfigError) as exc:
             self._reject(conn, rec, id_headers, 400, bad_request(api, str(exc)), t0)
             return
-        rec.model = bare_model
-        rec.stream = body.get("stream") is True
-        key = content_key(messages)
+        rec.model = call.model
+        rec.stream = call.stream
+        key = content_key(call.messages)
         chash = content_hash(key)
         rec.text_offset = offset_of(chash, self.seed)
 
@@ -329,8 +242,21 @@ class MockServer:
                 self.truth.complete(rec, "client_closed")
                 return
             rec.prompt_tokens = prompt_tokens
-            self._respond_llm(conn, rec, api, body, cfg, bare_model, max_tokens, id_headers, t0, chash)
+            self._respond_llm(conn, rec, call, id_headers, t0, chash)
 
+        def failed(exc: BaseException) -> None:
+            self._reject(conn, rec, id_headers, 500, bad_request(api, f"mock error: {exc}"), t0)
+
+        self._count_prompt(key, call.messages, proceed, failed)
+
+    def _count_prompt(
+        self,
+        key: bytes,
+        messages: list[dict[str, Any]],
+        proceed: Callable[[int], None],
+        failed: Callable[[BaseException], None],
+    ) -> None:
+        """Cached counts and small prompts at once; a large prompt is counted in a worker thread, off the loop."""
         cached = self.prompts.cached(key)
         if cached is not None:
             proceed(cached)
@@ -340,8 +266,9 @@ class MockServer:
             fut = self.loop.run_in_executor(None, self.prompts.count, messages)
 
             def counted(f: asyncio.Future[int]) -> None:
-                if f.exception() is not None:
-                    self._reject(conn, rec, id_headers, 500, bad_request(api, f"mock error: {f.exception()}"), t0)
+                exc = f.exception()
+                if exc is not None:
+                    failed(exc)
                 else:
                     proceed(self.prompts.store(key, f.result()))
 
@@ -351,152 +278,68 @@ class MockServer:
         self,
         conn: Connection,
         rec: TruthRecord,
-        headers: list[tuple[str, str]],
+        headers: list[Header],
         status: int,
         body: bytes,
         t0: float,
     ) -> None:
+        """An error answer: the record is closed as `error` with its timing, then the response goes out."""
         rec.status = status
         rec.headers_sent_ms = rec.end_ms = (self.loop.time() - t0) * 1000.0
         self.truth.complete(rec, "error")
         conn.respond(status, [JSON, *headers], body)
 
     def _respond_llm(
-        self,
-        conn: Connection,
-        rec: TruthRecord,
-        api: str,
-        body: dict[str, Any],
-        cfg: MockConfig,
-        model: str,
-        max_tokens: int | None,
-        id_headers: list[tuple[str, str]],
-        t0: float,
-        chash: int = 0,
+        self, conn: Connection, rec: TruthRecord, call: LlmCall, id_headers: list[Header], t0: float, chash: int
     ) -> None:
+        """Bill the prompt and check it against the context limit, plan the answer, then fail it or start writing."""
+        cfg = call.cfg
         sent_tokens = rec.prompt_tokens or 0
         prompt_tokens = billed_prompt_tokens(cfg, sent_tokens)
         if prompt_tokens > cfg.context_limit:
-            self._reject(conn, rec, id_headers, 400, context_error(api, cfg.context_limit, prompt_tokens), t0)
+            self._reject(conn, rec, id_headers, 400, context_error(call.api, cfg.context_limit, prompt_tokens), t0)
             return
-        tool = _forced_tool(body) if api == "anthropic" else None
-        variant = draw_variant(cfg, self.rng)
+        answer, headers = self._plan_answer(rec, call, chash, sent_tokens, prompt_tokens)
+        status = STATUS_FAULTS.get(answer.plan.fault)
+        if status is not None:
+            fault_headers, payload = status_fault(call.api, status, cfg.retry_after_s)
+            self._reject(conn, rec, id_headers + fault_headers, status, payload, t0)
+            return
+        rec.status = 200
+        self._start_response(conn, rec, answer, [*id_headers, *headers], t0)
+
+    def _plan_answer(
+        self, rec: TruthRecord, call: LlmCall, chash: int, sent_tokens: int, prompt_tokens: int
+    ) -> tuple[Answer, list[Header]]:
+        """Draw the variant, then the plan: that order of draws on the server's rng is part of its determinism."""
+        tool = forced_tool(call.body) if call.api == "anthropic" else None
+        variant = draw_variant(call.cfg, self.rng)
         if variant:
             rec.text_offset = offset_of(chash, self.seed, variant)
-        extra_headers: list[tuple[str, str]] = []
-        pieces: tuple[str, ...] | None = None
-        answer: str | None = None
-        schema = requested_schema(api, body, tool)
-        if schema is not None:
-            out_seed = output_seed(chash, variant, self.seed)
-            valid = json_is_valid(cfg, out_seed)
-            answer = answer_text(schema, out_seed, valid)
-            pieces = token_pieces(answer)
-            extra_headers.append(("x-mock-json", "valid" if valid else "invalid"))
-        if variant:
-            extra_headers.append(("x-mock-variant", str(variant)))
-        if prompt_tokens != sent_tokens:
-            extra_headers.append(("x-mock-billed-prompt-tokens", str(prompt_tokens)))
-        plan = make_plan(cfg, max_tokens, self.rng, prompt_tokens, len(pieces) if pieces is not None else None)
-        self._plan_into(rec, plan)
+        out_seed = output_seed(chash, variant, self.seed)
+        pieces, json_headers = structured_answer(call.api, call.body, tool, call.cfg, out_seed)
+        plan = make_plan(
+            call.cfg, call.max_tokens, self.rng, prompt_tokens, len(pieces) if pieces is not None else None
+        )
+        record_plan(rec, plan)
         if plan.fault != "none":
             self.stats.count_fault(plan.fault)
-        status = STATUS_FAULTS.get(plan.fault)
-        if status is not None:
-            headers = id_headers + (rate_limit_headers(api, cfg.retry_after_s) if status == 429 else [])
-            self._reject(conn, rec, headers, status, status_error(api, status, cfg.retry_after_s), t0)
-            return
-        mean_itl = plan.mean_itl_ms
         headers = [
-            *id_headers,
-            ("x-mock-planned-ttft-ms", f"{plan.ttft_ms:.3f}"),
-            ("x-mock-planned-itl-ms", f"{cfg.itl_ms if mean_itl is None else mean_itl:.3f}"),
-            ("x-mock-planned-output-tokens", str(plan.output_tokens)),
-            ("x-mock-fault", plan.fault),
-            *extra_headers,
+            *planned_headers(plan, call.cfg),
+            *json_headers,
+            *variant_headers(variant, sent_tokens, prompt_tokens),
         ]
-        rec.status = 200
-        created = int(time.time())
         offset = rec.text_offset or 0
+        return Answer(call, rec.request_id, int(time.time()), offset, plan, prompt_tokens, tool, pieces), headers
+
+    def _start_response(
+        self, conn: Connection, rec: TruthRecord, answer: Answer, headers: list[Header], t0: float
+    ) -> None:
+        """Hand the response to its job: SSE events on their deadlines, or the whole body at the planned end."""
         if rec.stream:
-            renderer: Stream
-            if api == "anthropic":
-                renderer = AnthropicStream(
-                    rec.request_id,
-                    model,
-                    offset,
-                    plan.output_tokens,
-                    plan.tokens_per_event,
-                    prompt_tokens,
-                    tool,
-                    pieces,
-                )
-            else:
-                opts = body.get("stream_options")
-                include_usage = isinstance(opts, dict) and opts.get("include_usage") is True
-                renderer = OpenAIStream(
-                    rec.request_id,
-                    model,
-                    created,
-                    offset,
-                    plan.output_tokens,
-                    plan.tokens_per_event,
-                    prompt_tokens,
-                    include_usage,
-                    cfg.usage,
-                    pieces,
-                )
             head = response_head(200, SSE + headers, None, conn.keep_alive)
-            StreamJob(self, conn, rec, renderer, plan, head, t0).start()
+            StreamJob(self, conn, rec, stream_renderer(answer), answer.plan, head, t0).start()
             return
-        status, payload = self._body(api, rec, plan, model, created, tool, cfg, prompt_tokens, pieces)
+        status, payload = whole_body(answer)
         rec.status = status
-        BodyJob(self, conn, rec, plan, status, [JSON, *headers], payload, t0).start()
-
-    def _body(
-        self,
-        api: str,
-        rec: TruthRecord,
-        plan: Plan,
-        model: str,
-        created: int,
-        tool: str | None,
-        cfg: MockConfig,
-        prompt: int,
-        pieces: tuple[str, ...] | None,
-    ) -> tuple[int, bytes]:
-        """Non-streamed body. error_event becomes the provider's overloaded status; malformed a cut JSON body."""
-        if plan.fault == "error_event":
-            status = 529 if api == "anthropic" else 503
-            return status, status_error(api, status)
-        if pieces is not None:
-            content = "".join(pieces[: plan.output_tokens])
-        else:
-            content = text(rec.text_offset or 0, plan.output_tokens)
-        if api == "anthropic":
-            stop = "max_tokens" if plan.finish_reason == "length" else ("tool_use" if tool else "end_turn")
-            tool_input = _tool_input(content) if pieces is not None else None
-            payload = anthropic_body(rec.request_id, model, content, stop, tool, prompt, plan.output_tokens, tool_input)
-        else:
-            payload = openai_body(
-                rec.request_id,
-                model,
-                created,
-                content,
-                plan.finish_reason,
-                prompt,
-                plan.output_tokens,
-                cfg.usage != "none",
-            )
-        if plan.fault == "malformed":
-            payload = payload[: len(payload) // 2]
-        return 200, payload
-
-    @staticmethod
-    def _plan_into(rec: TruthRecord, plan: Plan) -> None:
-        rec.fault = plan.fault
-        rec.tokens_per_event = plan.tokens_per_event
-        rec.planned_ttft_ms = plan.ttft_ms
-        rec.planned_itl_ms.extend(plan.itl_ms[: rec.event_cap])
-        rec.planned_end_ms = plan.end_ms
-        rec.planned_output_tokens = plan.output_tokens
+        BodyJob(self, conn, rec, answer.plan, status, [JSON, *headers], payload, t0).start()

@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 from loadlib.mock.render import WORDS
-from loadlib.tokens import get_encoding
+from loadlib.records.tokens import get_encoding
 
 GENERIC_OBJECT: dict[str, Any] = {
     "type": "object",

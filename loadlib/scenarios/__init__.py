@@ -1,4 +1,4 @@
-"""Realistic scenarios on LLMUser: support chat, long-document summarisation, compliance review (DESIGN.md section 6).
+"""Realistic scenarios on LLMUser: support chat, long-document summarisation, compliance review (docs/scenarios.md).
 
 User classes (import Locust): `support_chat`, `long_document`, `compliance`, on `base.ScenarioUser`; each module adds
 its options to Locust's parser when imported and registers its default SLOs. Pure logic (no Locust, testable in a

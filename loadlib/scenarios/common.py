@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadlib import tokens
 from loadlib.errors import ConfigError
+from loadlib.records import tokens
 
 
 def message_tokens(role: str, content_tokens: int) -> int:

@@ -1,15 +1,15 @@
 """Compliance review: a policy and a case (transaction, e-mail, contract clause) in, JSON findings out.
 
 Requests ask for structured output (OpenAI `response_format` json_schema, Anthropic a forced tool) at temperature 0.
-Every answer is parsed and validated against the case's schema (`schema_invalid` when it fails; `truncated` when it
-was cut at max_tokens). A share of cases (--compliance-repeat-share) is sent a second time at once and the two
-answers compared (`nondeterministic` when they differ). Every request appends one audit line (loadlib.audit): ids,
+Every answer is parsed and validated against the case's schema (`schema_invalid` when it fails; `truncated` when it was
+cut at max_tokens). A share of cases (--compliance-repeat-share) is sent a second time at once and the two answers
+compared (`nondeterministic` when they differ). Every request appends one audit line (loadlib.outputs.audit): ids,
 model, tokens by usage and by estimate, cost, status, never the policy, the case or the answer.
 """
 
 from __future__ import annotations
 
-from locust import events, task
+from locust import task
 
 import itertools
 import random
@@ -17,40 +17,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadlib import data
-from loadlib.audit import AuditLog, output_digest, resolve_path
 from loadlib.data import ComplianceCase
 from loadlib.errors import ConfigError
-from loadlib.runtime import worker_id_of
-from loadlib.scenarios import results
-from loadlib.scenarios.base import ScenarioUser, install_preparation, memoised, positive, prompt_tokens
+from loadlib.locust.parts import NodePart
+from loadlib.metrics import scenarios as results
+from loadlib.outputs.audit import audit_line, output_digest
+from loadlib.outputs.jsonl import JsonlWriter, resolve_path
+from loadlib.scenarios.base import ScenarioSpec, ScenarioUser, positive, prompt_tokens
 from loadlib.scenarios.review import Review, canonical, compile_validator, structured_output
 
 NAME = "compliance"
 SLO = {"e2e_p95_ms": 20000.0, "schema_valid_share": 0.99, "deterministic_share": 0.99}
 SCHEMA_NAME = "findings"
-DEFAULT_AUDIT = "results/audit-{run_id}.jsonl"
-
-
-def add_arguments(parser: Any) -> None:
-    parser.add_argument("--compliance-cases", type=int, default=60, help="Compliance: distinct generated cases.")
-    parser.add_argument(
-        "--compliance-repeat-share",
-        type=float,
-        default=0.2,
-        help="Compliance: share of cases sent twice in a row to check that temperature-0 answers are identical.",
-    )
-    parser.add_argument(
-        "--compliance-max-tokens", type=int, default=1024, help="Compliance: max_tokens of the JSON findings."
-    )
-    parser.add_argument(
-        "--compliance-data-file", default="", help="Compliance: JSONL of cases instead of generated ones."
-    )
-    parser.add_argument(
-        "--audit-file",
-        default=DEFAULT_AUDIT,
-        help="Compliance: audit trail, one JSONL line per request ({run_id} and {worker} are filled in; "
-        "'none' turns it off).",
-    )
 
 
 @dataclass(frozen=True)
@@ -88,11 +66,6 @@ def build_context(opts: Any) -> ComplianceContext:
     )
 
 
-def context(environment: Any) -> ComplianceContext:
-    opts = environment.parsed_options
-    return memoised(environment, NAME, _signature(opts), lambda: build_context(opts))
-
-
 def validate(opts: Any) -> None:
     share = float(opts.compliance_repeat_share)
     if not 0 <= share <= 1:
@@ -101,8 +74,29 @@ def validate(opts: Any) -> None:
         data.compliance_cases(0, 1, "", str(opts.compliance_data_file))
 
 
-def audit_log(environment: Any) -> AuditLog | None:
-    return getattr(environment, "_llm_audit", None)
+class AuditPart(NodePart):
+    """The audit trail of one node (--audit-file; 'none' turns it off), opened at test start, closed at stop."""
+
+    def __init__(self) -> None:
+        self.log: JsonlWriter | None = None
+
+    def start(self, ctx: Any) -> None:
+        self.stop(ctx)
+        template = str(getattr(ctx.options, "audit_file", "") or "")
+        if ctx.generates_load and template.lower() not in ("", "none", "off"):
+            run_id = str(getattr(ctx.options, "run_id", "") or "")
+            self.log = JsonlWriter(resolve_path(template, run_id, ctx.worker_id()), line=audit_line)
+            self.log.start()
+
+    def stop(self, ctx: Any) -> None:
+        if self.log is not None:
+            self.log.close()
+
+    def close(self) -> None:
+        self.stop(None)
+
+
+SPEC = ScenarioSpec(NAME, build_context, validate, _signature, SLO, parts=(AuditPart,))
 
 
 class ComplianceUser(ScenarioUser):
@@ -110,16 +104,17 @@ class ComplianceUser(ScenarioUser):
 
     abstract = False
     scenario = NAME
+    spec = SPEC
     _cases = itertools.count()
 
     def on_start(self) -> None:
-        self.ctx = context(self.environment)
+        self.ctx = self.data()
         self.rng = random.Random(10_000 + self.user_index)
 
     def _review(self, case: ComplianceCase, reference: bytes | None) -> Review:
-        review = Review(self.environment, self.ctx.validators[id(case.schema)], reference)
+        review = Review(self.found, self.ctx.validators[id(case.schema)], reference)
         messages = [{"role": "system", "content": case.policy}, {"role": "user", "content": case.case}]
-        reply = self.send(
+        reply = self.chat(
             messages,
             prompt_tokens_est=prompt_tokens(("system", case.policy_tokens), ("user", case.case_tokens)),
             max_tokens=self.ctx.max_tokens,
@@ -128,7 +123,7 @@ class ComplianceUser(ScenarioUser):
             json_schema_name=SCHEMA_NAME,
             check=review,
         )
-        log = audit_log(self.environment)
+        log = self.context.part(AuditPart).log
         if log is not None:
             log.add(
                 reply.record,
@@ -137,7 +132,7 @@ class ComplianceUser(ScenarioUser):
                 repeat=reference is not None,
                 output_sha256=output_digest(structured_output(reply.result)),
             )
-            results.audit_written(self.environment, str(log.path))
+            results.audit_written(self.found, str(log.path))
         return review
 
     @task
@@ -146,37 +141,3 @@ class ComplianceUser(ScenarioUser):
         first = self._review(case, None)
         if first.valid and self.ctx.repeat_share > 0 and self.rng.random() < self.ctx.repeat_share:
             self._review(case, canonical(first.value))
-
-
-def _open_audit(environment: Any, **_: Any) -> None:
-    from locust.runners import MasterRunner
-
-    _close_audit(environment)
-    opts = environment.parsed_options
-    template = str(getattr(opts, "audit_file", "") or "")
-    if isinstance(environment.runner, MasterRunner) or template.lower() in ("", "none", "off"):
-        return
-    path = resolve_path(template, str(getattr(opts, "run_id", "") or ""), worker_id_of(environment))
-    environment._llm_audit = AuditLog(path)
-    environment._llm_audit.start()
-
-
-def _close_audit(environment: Any, **_: Any) -> None:
-    log = audit_log(environment)
-    if log is not None:
-        log.close()
-
-
-def _install() -> None:
-    if getattr(events, "_loadlib_compliance_installed", False):
-        return
-    events._loadlib_compliance_installed = True
-    events.init_command_line_parser.add_listener(add_arguments)
-    results.SLO_DEFAULTS[NAME] = dict(SLO)
-    install_preparation(NAME, context, validate)
-    events.test_start.add_listener(_open_audit)
-    events.test_stop.add_listener(_close_audit)
-    events.quitting.add_listener(_close_audit)
-
-
-_install()

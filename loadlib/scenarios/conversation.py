@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadlib import tokens
 from loadlib.data import PREVIOUS, Conversation
+from loadlib.records import tokens
 from loadlib.scenarios.common import message_tokens, parse_ints
 
 SWEEP_DEFAULT = (100, 250, 500, 1000, 2000)

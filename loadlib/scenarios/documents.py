@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from loadlib import tokens
 from loadlib.data import Document
 from loadlib.errors import ConfigError, ErrorClass
 from loadlib.providers.base import StreamResult
-from loadlib.record import RequestRecord
+from loadlib.records import tokens
+from loadlib.records.record import RequestRecord
 
 FITS = ("fits", "unverified")
 Verdict = tuple[ErrorClass, str] | None

@@ -15,7 +15,7 @@ computed once at preparation, and prompt estimates are sums of per-message count
 
 from __future__ import annotations
 
-from locust import events, task
+from locust import task
 from locust.exception import StopUser
 
 import itertools
@@ -23,18 +23,19 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from loadlib import data, tokens
+from loadlib import data
 from loadlib.data import Document
-from loadlib.data.generate import document_text
+from loadlib.data.long_document import document_text
 from loadlib.errors import ConfigError
-from loadlib.scenarios import results
-from loadlib.scenarios.base import ScenarioUser, install_preparation, memoised, parse_ints, positive, prompt_tokens
+from loadlib.locust.user import Reply
+from loadlib.metrics import scenarios as results
+from loadlib.options import DOC_MODES
+from loadlib.records import tokens
+from loadlib.scenarios.base import ScenarioSpec, ScenarioUser, parse_ints, positive, prompt_tokens
 from loadlib.scenarios.documents import FITS, Chunked, chunk_bounds, chunk_document, outcome_of, truncation_check
-from loadlib.user import Reply
 
 log = logging.getLogger("loadlib.scenarios")
 NAME = "long_document"
-MODES = ("whole", "chunked", "probe")
 SLO = {"ttft_p95_ms": 10000.0, "e2e_p95_ms": 60000.0}
 PROBE_START = 4000
 MAX_PROBE_ERRORS = 5  # other failures (timeouts, 5xx) tolerated before the probe gives up
@@ -52,36 +53,6 @@ REDUCE_INSTRUCTION = (
     "summary of at most ten bullet points, removing repetition caused by overlapping parts."
 )
 REDUCE_ASK = "Combine the part summaries above into the final summary of the whole document."
-
-
-def add_arguments(parser: Any) -> None:
-    parser.add_argument("--doc-mode", default="whole", choices=MODES, help="Long document: whole, chunked or probe.")
-    parser.add_argument(
-        "--doc-tokens",
-        default="4000,8000,16000,32000,64000,128000",
-        help="Long document: target sizes in tokens of the generated documents.",
-    )
-    parser.add_argument("--doc-per-size", type=int, default=1, help="Long document: documents per size.")
-    parser.add_argument("--doc-chunk-tokens", type=int, default=4000, help="Long document (chunked): chunk size.")
-    parser.add_argument(
-        "--doc-overlap-tokens", type=int, default=200, help="Long document (chunked): tokens shared by neighbours."
-    )
-    parser.add_argument("--doc-max-tokens", type=int, default=256, help="Long document: max_tokens of a summary.")
-    parser.add_argument(
-        "--doc-truncation-ratio",
-        type=float,
-        default=0.7,
-        help="Long document: billed/sent prompt tokens below this ratio count as silent truncation.",
-    )
-    parser.add_argument(
-        "--doc-probe-max", type=int, default=256000, help="Long document (probe): largest prompt to try, tokens."
-    )
-    parser.add_argument(
-        "--doc-probe-resolution", type=int, default=1000, help="Long document (probe): precision of the limit, tokens."
-    )
-    parser.add_argument(
-        "--doc-data-file", default="", help="Long document: JSONL of documents instead of generated ones."
-    )
 
 
 @dataclass(frozen=True)
@@ -119,8 +90,8 @@ def _signature(opts: Any) -> tuple[Any, ...]:
 
 def build_context(opts: Any) -> DocContext:
     mode = str(opts.doc_mode)
-    if mode not in MODES:
-        raise ConfigError(f"--doc-mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode not in DOC_MODES:
+        raise ConfigError(f"--doc-mode must be one of {', '.join(DOC_MODES)}, got {mode!r}")
     seed = int(opts.data_seed)
     sizes = parse_ints(opts.doc_tokens, "--doc-tokens", minimum=100)
     per_size = positive(int(opts.doc_per_size), "--doc-per-size")
@@ -160,14 +131,9 @@ def build_context(opts: Any) -> DocContext:
     )
 
 
-def context(environment: Any) -> DocContext:
-    opts = environment.parsed_options
-    return memoised(environment, NAME, _signature(opts), lambda: build_context(opts))
-
-
 def validate(opts: Any) -> None:
-    if opts.doc_mode not in MODES:
-        raise ConfigError(f"--doc-mode must be one of {', '.join(MODES)}, got {opts.doc_mode!r}")
+    if opts.doc_mode not in DOC_MODES:
+        raise ConfigError(f"--doc-mode must be one of {', '.join(DOC_MODES)}, got {opts.doc_mode!r}")
     parse_ints(opts.doc_tokens, "--doc-tokens", minimum=100)
     if opts.doc_mode == "chunked":
         chunk_bounds(1, int(opts.doc_chunk_tokens), int(opts.doc_overlap_tokens))
@@ -175,15 +141,19 @@ def validate(opts: Any) -> None:
         data.documents(0, (100,), 1, "", str(opts.doc_data_file))
 
 
+SPEC = ScenarioSpec(NAME, build_context, validate, _signature, SLO)
+
+
 class LongDocumentUser(ScenarioUser):
     """An analyst summarising long documents, whole, map-reduce, or probing the context limit."""
 
     abstract = False
     scenario = NAME
+    spec = SPEC
     _documents = itertools.count()
 
     def on_start(self) -> None:
-        self.ctx = context(self.environment)
+        self.ctx = self.data()
         self.check = truncation_check(self.ctx.truncation_ratio)
 
     def _summarise(self, system: str, system_tokens: int, parts: list[tuple[str, int]]) -> tuple[Reply, int]:
@@ -191,7 +161,7 @@ class LongDocumentUser(ScenarioUser):
         prompt estimate is a sum of counts made earlier). Returns the reply and the estimate."""
         messages = [{"role": "system", "content": system}] + [{"role": "user", "content": t} for t, _ in parts]
         estimate = prompt_tokens(("system", system_tokens), *(("user", n) for _, n in parts))
-        reply = self.send(messages, prompt_tokens_est=estimate, max_tokens=self.ctx.max_tokens, check=self.check)
+        reply = self.chat(messages, prompt_tokens_est=estimate, max_tokens=self.ctx.max_tokens, check=self.check)
         return reply, estimate
 
     @task
@@ -206,7 +176,7 @@ class LongDocumentUser(ScenarioUser):
             reply, _ = self._summarise(
                 SUMMARY_INSTRUCTION, self.ctx.instruction_tokens["summary"], [(doc.text, doc.tokens)]
             )
-            results.document_outcome(self.environment, "whole", outcome_of(reply.record))
+            results.document_outcome(self.found, "whole", outcome_of(reply.record))
 
     def _chunked(self, item: Chunked) -> None:
         ctx = self.ctx
@@ -228,7 +198,7 @@ class LongDocumentUser(ScenarioUser):
             reply, estimate = self._summarise(REDUCE_INSTRUCTION, ctx.instruction_tokens["reduce"], parts)
             sent += estimate
             ok = reply.ok
-        results.chunked_document(self.environment, item.document.tokens, chunk_tokens, sent, len(item.chunks), ok)
+        results.chunked_document(self.found, item.document.tokens, chunk_tokens, sent, len(item.chunks), ok)
 
     def _probe_once(self, n: int) -> str:
         """One probe request with the first `n` tokens of the probe document; records the prompt size sent."""
@@ -236,7 +206,7 @@ class LongDocumentUser(ScenarioUser):
         text = tokens.get_encoding().decode_bytes(list(ids[:n])).decode("utf-8", "ignore")
         reply, estimate = self._summarise(SUMMARY_INSTRUCTION, self.ctx.instruction_tokens["summary"], [(text, n)])
         outcome = outcome_of(reply.record)
-        results.probe_step(self.environment, estimate, outcome, reply.record.prompt_tokens)
+        results.probe_step(self.found, estimate, outcome, reply.record.prompt_tokens)
         return outcome
 
     def _probe(self) -> None:
@@ -267,15 +237,3 @@ class LongDocumentUser(ScenarioUser):
                 fail = mid
         log.info("loadlib: context probe done: largest fitting document %s tokens, smallest failing %s", fit, fail)
         raise StopUser()
-
-
-def _install() -> None:
-    if getattr(events, "_loadlib_long_document_installed", False):
-        return
-    events._loadlib_long_document_installed = True
-    events.init_command_line_parser.add_listener(add_arguments)
-    results.SLO_DEFAULTS[NAME] = dict(SLO)
-    install_preparation(NAME, context, validate)
-
-
-_install()

@@ -10,9 +10,10 @@ from typing import Any
 import orjson
 
 from loadlib.errors import ErrorClass
+from loadlib.metrics import scenarios as results
+from loadlib.metrics.scenarios import ScenarioResults
 from loadlib.providers.base import StreamResult
-from loadlib.record import RequestRecord
-from loadlib.scenarios import results
+from loadlib.records.record import RequestRecord
 
 
 def compile_validator(schema: dict[str, Any]) -> Any:
@@ -54,8 +55,8 @@ def canonical(value: Any) -> bytes:
 class Review:
     """The check of one request: finish reason, schema, and (for a repeat) equality with the first answer."""
 
-    def __init__(self, environment: Any, validator: Any, reference: bytes | None = None) -> None:
-        self.environment = environment
+    def __init__(self, found: ScenarioResults, validator: Any, reference: bytes | None = None) -> None:
+        self.found = found
         self.validator = validator
         self.reference = reference
         self.value: Any = None
@@ -63,16 +64,16 @@ class Review:
 
     def __call__(self, result: StreamResult | None, record: RequestRecord) -> tuple[ErrorClass, str] | None:
         if record.finish_reason in ("length", "max_tokens"):
-            results.compliance_check(self.environment, False)
+            results.compliance_check(self.found, False)
             return ErrorClass.TRUNCATED, "findings cut at max_tokens"
         value, reason = check_output(structured_output(result), self.validator)
-        results.compliance_check(self.environment, reason is None)
+        results.compliance_check(self.found, reason is None)
         if reason is not None:
             return ErrorClass.SCHEMA_INVALID, reason
         self.value, self.valid = value, True
         if self.reference is not None:
             same = canonical(value) == self.reference
-            results.compliance_compare(self.environment, same)
+            results.compliance_compare(self.found, same)
             if not same:
                 return ErrorClass.NONDETERMINISTIC, "a repeated temperature-0 request got a different answer"
         return None

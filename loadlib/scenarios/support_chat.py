@@ -13,48 +13,22 @@ answer's tokens come from the server's usage (or the count LLMUser makes after t
 
 from __future__ import annotations
 
-from locust import events, task
+from locust import task
 
 import itertools
 import random
 from dataclasses import dataclass
 from typing import Any
 
-from loadlib import data, tokens
+from loadlib import data
 from loadlib.data import Conversation
-from loadlib.scenarios import results
-from loadlib.scenarios.base import ScenarioUser, install_preparation, memoised, message_tokens, parse_range, positive
+from loadlib.metrics import scenarios as results
+from loadlib.records import tokens
+from loadlib.scenarios.base import ScenarioSpec, ScenarioUser, message_tokens, parse_range, positive
 from loadlib.scenarios.conversation import Dialogue, sweep_sizes
 
 NAME = "support_chat"
 SLO = {"ttft_p95_ms": 150.0, "error_rate": 0.01}
-
-
-def add_arguments(parser: Any) -> None:
-    parser.add_argument("--chat-turns", type=int, default=4, help="Support chat: customer turns per conversation.")
-    parser.add_argument(
-        "--chat-conversations", type=int, default=60, help="Support chat: distinct generated conversations."
-    )
-    parser.add_argument(
-        "--chat-system-tokens", type=int, default=400, help="Support chat: system prompt length in tokens."
-    )
-    parser.add_argument(
-        "--chat-think-time", default="1-3", help="Support chat: seconds between turns, e.g. 2 or 1-3 (closed loop)."
-    )
-    parser.add_argument(
-        "--chat-sweep",
-        default="",
-        help="Support chat: system-prompt sizes to sweep, e.g. 100,500,2000, or 'on' for 100,250,500,1000,2000 "
-        "(each new conversation takes the next size; TTFT is reported per size).",
-    )
-    parser.add_argument(
-        "--chat-max-tokens", type=int, default=0, help="Support chat: max_tokens (0 = --llm-max-tokens)."
-    )
-    parser.add_argument(
-        "--chat-data-file",
-        default="",
-        help="Support chat: JSONL of conversations instead of generated ones (docs/scenarios.md).",
-    )
 
 
 @dataclass(frozen=True)
@@ -101,11 +75,6 @@ def build_context(opts: Any) -> ChatContext:
     )
 
 
-def context(environment: Any) -> ChatContext:
-    opts = environment.parsed_options
-    return memoised(environment, NAME, _signature(opts), lambda: build_context(opts))
-
-
 def validate(opts: Any) -> None:
     if opts.chat_data_file:
         data.conversations(0, 1, 1, "", str(opts.chat_data_file))
@@ -113,15 +82,19 @@ def validate(opts: Any) -> None:
     parse_range(opts.chat_think_time, "--chat-think-time")
 
 
+SPEC = ScenarioSpec(NAME, build_context, validate, _signature, SLO)
+
+
 class SupportChatUser(ScenarioUser):
     """A customer talking to support: one conversation after another, a turn per task, think time between."""
 
     abstract = False
     scenario = NAME
+    spec = SPEC
     _conversations = itertools.count()
 
     def on_start(self) -> None:
-        self.ctx = context(self.environment)
+        self.ctx = self.data()
         self.rng = random.Random(self.user_index)
         self.dialogue: Dialogue | None = None
 
@@ -134,7 +107,7 @@ class SupportChatUser(ScenarioUser):
         ctx = self.ctx
         step = ctx.sweep[i % len(ctx.sweep)] if ctx.sweep else None
         conv = ctx.conversations[i % len(ctx.conversations)]
-        results.conversation(self.environment, "started")
+        results.conversation(self.found, "started")
         return Dialogue(conv, ctx.systems[step if step is not None else ctx.default_system], step)
 
     @task
@@ -144,7 +117,7 @@ class SupportChatUser(ScenarioUser):
             d = self.dialogue = self._new_dialogue()
         user, user_tokens = d.next_message()
         estimate = d.history_tokens + message_tokens("user", user_tokens) + tokens.REPLY_PRIMING
-        reply = self.send(
+        reply = self.chat(
             [*d.messages, user],
             prompt_tokens_est=estimate,
             turn=d.turn + 1,
@@ -152,14 +125,14 @@ class SupportChatUser(ScenarioUser):
         )
         record = reply.record
         results.chat_turn(
-            self.environment,
+            self.found,
             d.turn + 1,
             record.input_tokens,
             record.ttft_ms if record.ok else None,
             d.step,
         )
         if not reply.ok:
-            results.conversation(self.environment, "abandoned")
+            results.conversation(self.found, "abandoned")
             self.dialogue = None
             return
         answer = reply.text
@@ -168,16 +141,4 @@ class SupportChatUser(ScenarioUser):
             answer_tokens = tokens.count_text(answer) if answer else 0
         d.answered(user, user_tokens, answer, answer_tokens)
         if d.done or d.turn >= self.ctx.turns:
-            results.conversation(self.environment, "completed")
-
-
-def _install() -> None:
-    if getattr(events, "_loadlib_support_chat_installed", False):
-        return
-    events._loadlib_support_chat_installed = True
-    events.init_command_line_parser.add_listener(add_arguments)
-    results.SLO_DEFAULTS[NAME] = dict(SLO)
-    install_preparation(NAME, context, validate)
-
-
-_install()
+            results.conversation(self.found, "completed")

@@ -1,5 +1,5 @@
 """Time-series output: every request attempt, worker health sample and endpoint event as an InfluxDB point, written
-off the request path by one background greenlet per node (DESIGN.md section 4).
+off the request path by one background greenlet per node (docs/influxdb.md).
 
 Modules: `lineproto` (pure serialisation), `buffer` (bounded drop-oldest queue), `transports` (HTTP to InfluxDB v1/v2),
 `influx` (the sink), `plugin` (Locust wiring; imports Locust, so it is not imported here).

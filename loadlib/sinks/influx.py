@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
 from loadlib.sinks.buffer import DropOldestBuffer
 from loadlib.sinks.lineproto import event_line, request_line, worker_line
 from loadlib.sinks.transports import Transport, WriteError

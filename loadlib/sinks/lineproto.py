@@ -1,4 +1,4 @@
-"""InfluxDB line protocol for the three measurements of DESIGN.md section 4, built with f-strings (about 1 µs a
+"""InfluxDB line protocol for the three measurements of docs/influxdb.md, built with f-strings (about 1 µs a
 point; influxdb-client's Point costs 12-20 µs).
 
 Every field has one fixed type (InfluxDB rejects a later write whose type differs, and InfluxDB 3 also rejects a tag
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
 
 REQUEST = "llm_request"
 WORKER = "llm_worker"

@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from loadlib.errors import ErrorClass
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
 from loadlib.sinks.influx import InfluxSink
 from loadlib.sinks.transports import InfluxV1Transport
 

@@ -17,7 +17,7 @@ import pytest
 from influx_server import InfluxServer
 
 from loadlib.errors import ErrorClass
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
 from loadlib.sinks.lineproto import event_line, request_line, worker_line
 
 pytestmark = pytest.mark.integration

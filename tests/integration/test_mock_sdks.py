@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from loadlib.mock import MockConfig, MockProcess, expected_text, start_subprocess
-from loadlib.tokens import count_chat
+from loadlib.records.tokens import count_chat
 
 pytestmark = pytest.mark.integration
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from loadlib.mock import MockConfig, MockProcess, MockStartError, expected_text, start_in_thread, start_subprocess
-from loadlib.tokens import count_chat, count_text
+from loadlib.records.tokens import count_chat, count_text
 
 pytestmark = pytest.mark.integration
 

@@ -11,12 +11,12 @@ import openai
 import pytest
 
 from loadlib.config import Timeouts, make_endpoint
-from loadlib.connection import Connection
 from loadlib.errors import ErrorClass
 from loadlib.mock import MockConfig, expected_text, start_subprocess
 from loadlib.providers.base import ChatRequest
 from loadlib.providers.registry import get_adapter
-from loadlib.stream import stream_call
+from loadlib.transport.connection import Connection
+from loadlib.transport.stream import stream_call
 
 pytestmark = pytest.mark.integration
 N = 16

@@ -11,12 +11,12 @@ from contextlib import closing, suppress
 import pytest
 
 from loadlib.config import Timeouts, make_endpoint
-from loadlib.connection import Connection
 from loadlib.errors import ErrorClass
 from loadlib.mock import MockConfig, start_subprocess
 from loadlib.providers.base import ChatRequest
 from loadlib.providers.registry import get_adapter
-from loadlib.stream import stream_call
+from loadlib.transport.connection import Connection
+from loadlib.transport.stream import stream_call
 
 pytestmark = pytest.mark.integration
 
@@ -189,7 +189,8 @@ def test_arrival_is_stamped_by_the_kernel_even_when_the_worker_is_busy(mock):
 def test_first_token_keeps_its_own_arrival_when_later_tokens_arrive_before_the_busy_worker_reads() -> None:
     """Tokens every 10 ms, and the worker's loop busy (CPU-bound Python) from 50 to 150 ms, across the first token at
     100 ms: by the time the stream is read, TCP has merged tokens 1-5 under the newest stamp (~140 ms). The arrival
-    thread peeked at the first one as it came, so TTFT is still ~100 ms (DESIGN.md section 2: arrival, not reading)."""
+    thread peeked at the first one as it came, so TTFT is still ~100 ms (docs/metrics.md, "Timing": arrival, not
+    reading)."""
     import time
 
     with start_subprocess(MockConfig(ttft_ms=100, itl_ms=10, output_tokens=8)) as m:

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from loadlib.config import Limits, Timeouts, make_endpoint
-from loadlib.connection import Connection
 from loadlib.providers.base import ChatRequest
 from loadlib.providers.registry import get_adapter
-from loadlib.stream import StreamOutcome, stream_call
+from loadlib.transport.connection import Connection
+from loadlib.transport.stream import StreamOutcome, stream_call
 
 FAST = Timeouts(connect=2.0, ttft=5.0, idle=5.0, total=10.0)
 

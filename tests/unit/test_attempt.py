@@ -1,8 +1,8 @@
-from loadlib.attempt import build_record
 from loadlib.errors import ErrorClass
-from loadlib.pricing import PriceTable
 from loadlib.providers.base import StreamResult, Usage
-from loadlib.stream import StreamOutcome
+from loadlib.records.build import build_record
+from loadlib.records.pricing import PriceTable
+from loadlib.transport.stream import StreamOutcome
 
 PRICES = PriceTable.from_mapping({"models": {"m": {"input": 1.0, "output": 2.0, "cached_input": 0.5}}}, "test")
 

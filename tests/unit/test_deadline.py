@@ -1,8 +1,8 @@
 import pytest
 
 from loadlib.config import Timeouts
-from loadlib.deadline import DRAIN_AFTER_TERMINAL_S, Deadline
 from loadlib.errors import ErrorClass
+from loadlib.transport.deadline import DRAIN_AFTER_TERMINAL_S, Deadline
 
 T = Timeouts(connect=1.0, ttft=2.0, idle=0.5, total=10.0)
 

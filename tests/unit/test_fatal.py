@@ -1,4 +1,4 @@
-from loadlib.fatal import BACKOFF_MAX_S, FatalStop, backoff_s
+from loadlib.locust.fatal import BACKOFF_MAX_S, FatalStop, backoff_s
 
 
 class Clock:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from loadlib.errors import ConfigError
-from loadlib.pricing import ModelPrice, PriceTable
+from loadlib.records.pricing import ModelPrice, PriceTable
 
 
 def table(**models: ModelPrice) -> PriceTable:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sseclient import SSEClient
 
-from loadlib.sse import SSEDecoder
+from loadlib.transport.sse import SSEDecoder
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sse"
 SSE_FILES = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.sse"))

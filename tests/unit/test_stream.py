@@ -10,9 +10,9 @@ import time
 import pytest
 
 from loadlib.config import Endpoint, Limits, Timeouts, make_endpoint
-from loadlib.connection import host_header, request_bytes
 from loadlib.errors import ErrorClass
 from loadlib.providers.registry import get_adapter
+from loadlib.transport.connection import host_header, request_bytes
 from tests.support.wire import call, chunked, http_head, serving
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -27,7 +27,7 @@ def test_chunked_stream_is_read_and_the_connection_reused():
     conn = serving([http_head(transfer_encoding="chunked"), *chunked(A, B, DONE)])
     adapter = get_adapter("openai")
     from loadlib.providers.base import ChatRequest
-    from loadlib.stream import stream_call
+    from loadlib.transport.stream import stream_call
 
     out = stream_call(conn, adapter, adapter.build("/v1", "m", None, ChatRequest(messages=[])))
     assert out.status is ErrorClass.OK and out.http_status == 200 and out.result.text == "ab"
@@ -118,7 +118,7 @@ def test_an_exception_of_ours_is_a_counted_internal_error(monkeypatch):
     conn = serving([http_head(transfer_encoding="chunked"), *chunked(A, DONE)])
     adapter = get_adapter("openai")
     from loadlib.providers.base import ChatRequest
-    from loadlib.stream import stream_call
+    from loadlib.transport.stream import stream_call
 
     out = stream_call(conn, adapter, adapter.build("/v1", "m", None, ChatRequest(messages=[])))
     assert out.status is ErrorClass.INTERNAL_ERROR and out.message == "RuntimeError: bug in the parser"
@@ -140,3 +140,9 @@ def test_request_bytes_and_host_header():
     ep: Endpoint = make_endpoint("https://api.example.com/v1", api_key_env="none")
     assert host_header(ep) == "api.example.com"
     assert host_header(make_endpoint("http://[::1]:8000/v1", api_key_env="none")) == "[::1]:8000"
+
+
+def test_a_body_that_is_not_an_event_stream_is_explained() -> None:
+    html = b"<html><head><title>502 Bad Gateway</title></head></html>"
+    out = call([http_head(connection="close"), html])
+    assert out.status is ErrorClass.STREAM_BROKEN and "HTML" in out.message

@@ -1,4 +1,4 @@
-from loadlib.timing import gaps_ms, tpot_ms
+from loadlib.records.build import gaps_ms, tpot_ms
 
 
 def test_tpot_definition():

@@ -1,20 +1,14 @@
+from loadlib.locust.webui import COLUMNS, table_rows
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary
-from loadlib.record import RequestRecord
-from loadlib.webui import COLUMNS, table_rows
+from tests.support.records import make_record
 
 
 def test_rows_carry_every_column_and_numbers():
     stats = LLMStats()
     for i in range(20):
         stats.add(
-            RequestRecord(
-                run_id="r",
-                scenario="chat",
-                endpoint="mock",
-                provider="openai",
-                model="m",
-                worker_id="w",
+            make_record(
                 request_id=str(i),
                 ttft_ms=100.0 + i,
                 ttfo_ms=100.0 + i,

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from loadlib import data, tokens
-from loadlib.data import generate
+from loadlib import data
+from loadlib.data import support_chat
 from loadlib.data.jsonl import PREVIOUS, load_cases, load_conversations, load_documents
+from loadlib.records import tokens
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +39,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path: Path) -> None:
     assert set(a) == {"conversations", "documents", "cases"}
     assert a == b
     assert all(a[k] != c[k] for k in a)
-    assert generate.system_prompt(7, 500) == generate.system_prompt(7, 500)
+    assert support_chat.system_prompt(7, 500) == support_chat.system_prompt(7, 500)
 
 
 def test_documents_hit_their_target_sizes_with_sections(tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from loadlib import tokens
 from loadlib.data.jsonl import FINDINGS_SCHEMA, load_cases, load_conversations, load_documents
 from loadlib.errors import ConfigError
+from loadlib.records import tokens
 
 
 def write(path: Path, *lines: object) -> Path:

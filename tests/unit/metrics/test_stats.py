@@ -12,20 +12,14 @@ import pytest
 
 from loadlib.errors import ErrorClass
 from loadlib.metrics.stats import LLMStats, LLMStatsEntry
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
+from tests.support.records import make_record
 
 T0 = 1_700_000_000_000_000_000
 
 
 def rec(**kw: Any) -> RequestRecord:
     base: dict[str, Any] = {
-        "run_id": "r1",
-        "scenario": "chat",
-        "endpoint": "mock",
-        "provider": "openai",
-        "model": "mock-llm",
-        "worker_id": "w1",
-        "request_id": "q1",
         "start_unix_ns": T0,
         "ttfb_ms": 40.0,
         "first_event_ms": 45.0,
@@ -42,7 +36,7 @@ def rec(**kw: Any) -> RequestRecord:
         "cost_usd": 0.001,
     }
     base.update(kw)
-    return RequestRecord(**base)
+    return make_record(**base)
 
 
 def failed(status: ErrorClass, **kw: Any) -> RequestRecord:

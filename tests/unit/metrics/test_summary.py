@@ -13,22 +13,12 @@ from loadlib.metrics.histogram import RELATIVE_ERROR, Histogram
 from loadlib.metrics.saturation import SaturationThresholds, Verdict, saturation_verdict
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
+from tests.support.records import make_record
 
 
 def rec(**kw: Any) -> RequestRecord:
-    base: dict[str, Any] = {
-        "run_id": "demo-1",
-        "scenario": "chat",
-        "endpoint": "mock",
-        "provider": "openai",
-        "model": "mock-llm",
-        "worker_id": "w",
-        "request_id": "q",
-        "start_unix_ns": 1,
-    }
-    base.update(kw)
-    return RequestRecord(**base)
+    return make_record(**{"run_id": "demo-1", **kw})
 
 
 def known_stats() -> LLMStats:

@@ -14,7 +14,7 @@ from loadlib.mock.config import MockConfig, model_context_limit, parse_overrides
 from loadlib.mock.plan import billed_prompt_tokens, draw_variant, json_is_valid, make_plan, output_seed
 from loadlib.mock.render import OpenAIStream
 from loadlib.mock.structured import GENERIC_OBJECT, answer_text, requested_schema, token_pieces
-from loadlib.tokens import count_text
+from loadlib.records.tokens import count_text
 
 
 def test_new_keys_parse() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from loadlib.mock import render
 from loadlib.mock.httpwire import chunk, response_head
-from loadlib.tokens import count_text
+from loadlib.records.tokens import count_text
 
 CHUNK_KEYS = ["id", "object", "created", "model", "choices"]
 CHOICE_KEYS = ["index", "delta", "logprobs", "finish_reason"]

@@ -19,7 +19,7 @@ from loadlib.errors import ConfigError, ErrorClass, UnsupportedAPIError
 from loadlib.providers import errors_body
 from loadlib.providers.base import ERROR, OUTPUT, TERMINAL, VISIBLE, StreamResult
 from loadlib.providers.registry import check_content_type, get_adapter, sniff_unsupported
-from loadlib.sse import SSEDecoder
+from loadlib.transport.sse import SSEDecoder
 
 FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures" / "sse"
 EXPECTED: dict[str, Any] = json.loads((FIXTURES / "expected.json").read_bytes())

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import orjson
 
-from loadlib.audit import AuditLog, audit_line
 from loadlib.data import FINDINGS_SCHEMA
 from loadlib.errors import ErrorClass
+from loadlib.metrics import scenarios as results
+from loadlib.metrics.scenarios import ScenarioResults
+from loadlib.outputs.audit import audit_line
+from loadlib.outputs.jsonl import JsonlWriter
 from loadlib.providers.base import StreamResult, ToolCall
-from loadlib.record import RequestRecord
-from loadlib.scenarios import results
+from loadlib.records.record import RequestRecord
 from loadlib.scenarios.review import Review, canonical, check_output, compile_validator, structured_output
+from tests.support.records import make_record
 
 VALID = {
     "case_id": "TR-1",
@@ -24,8 +26,7 @@ VALID = {
 
 
 def rec(**kw: object) -> RequestRecord:
-    base = {"run_id": "r", "scenario": "compliance", "endpoint": "e", "provider": "openai", "model": "m"}
-    return RequestRecord(**base, worker_id="w", request_id="w-1", **kw)
+    return make_record(scenario="compliance", **kw)
 
 
 def test_structured_output_reads_text_or_tool_arguments() -> None:
@@ -48,7 +49,7 @@ def test_check_output_explains_without_echoing_content() -> None:
 
 
 def test_review_classifies_and_counts() -> None:
-    env = SimpleNamespace()
+    env = ScenarioResults()
     v = compile_validator(FINDINGS_SCHEMA)
     ok = StreamResult(text_by_choice={0: json.dumps(VALID)})
     first = Review(env, v)
@@ -60,7 +61,7 @@ def test_review_classifies_and_counts() -> None:
     assert other(changed, rec())[0] is ErrorClass.NONDETERMINISTIC
     assert Review(env, v)(StreamResult(text_by_choice={0: "{"}), rec())[0] is ErrorClass.SCHEMA_INVALID
     assert Review(env, v)(ok, rec(finish_reason="length"))[0] is ErrorClass.TRUNCATED
-    s = results._compliance(results.results(env))
+    s = results._compliance(env)
     assert (s["schema_valid"], s["schema_invalid"], s["deterministic"], s["nondeterministic"]) == (3, 2, 1, 1)
 
 
@@ -81,7 +82,7 @@ def test_audit_lines_hold_ids_tokens_cost_status_but_no_text(tmp_path) -> None:
     assert (line["prompt_tokens"], line["completion_tokens"], line["prompt_tokens_est"]) == (300, 90, 300)
     assert line["status"] == "schema_invalid" and line["cost_usd"] == 0.0012 and line["case_id"] == "TR-1"
     assert "error_message" not in line and "messages" not in line
-    log = AuditLog(tmp_path / "sub" / "audit.jsonl")
+    log = JsonlWriter(tmp_path / "sub" / "audit.jsonl", line=audit_line)
     for _ in range(3):
         log.add(r, case_id="TR-1")
     assert not (tmp_path / "sub" / "audit.jsonl").exists(), "buffered until flushed"

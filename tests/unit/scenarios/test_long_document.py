@@ -7,15 +7,13 @@ import itertools
 import pytest
 
 from loadlib.errors import ConfigError, ErrorClass
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
 from loadlib.scenarios.documents import chunk_bounds, outcome_of, truncation_check
+from tests.support.records import make_record
 
 
 def rec(**kw: object) -> RequestRecord:
-    return RequestRecord(
-        run_id="r", scenario="long_document", endpoint="e", provider="openai", model="m", worker_id="w",
-        request_id="1", **kw,
-    )  # fmt: skip
+    return make_record(scenario="long_document", **kw)
 
 
 @pytest.mark.parametrize(("n", "size", "overlap"), [(10_000, 4000, 200), (4000, 4000, 100), (100, 4000, 0), (9, 3, 1)])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from loadlib import tokens
 from loadlib.data import Conversation
 from loadlib.errors import ConfigError
 from loadlib.mock import expected_text
+from loadlib.records import tokens
 from loadlib.scenarios.common import message_tokens, parse_range, prompt_tokens
 from loadlib.scenarios.conversation import SWEEP_DEFAULT, Dialogue, quote, sweep_sizes
 

@@ -1,11 +1,10 @@
-"""Exercises loadlib.sinks.plugin inside Locust (which monkey-patches gevent on import, so test_plugin.py runs this
-in a subprocess). Prints one JSON object with what it observed: the HTTP bodies a recording server received, sink
-stats, report payloads and configuration errors."""
+"""Exercises the InfluxDB sink's node part (loadlib.locust.sink_part) through loadlib's wiring inside Locust (which
+monkey-patches gevent on import, so test_plugin.py runs this in a subprocess). Prints one JSON object with what it
+observed: the HTTP bodies a recording server received, sink stats, report payloads and configuration errors."""
 
 from locust.argument_parser import get_parser
 from locust.env import Environment
 from locust.event import Events
-from locust.runners import MasterRunner, WorkerRunner
 
 import json
 import sys
@@ -16,9 +15,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from loadlib.errors import ConfigError, ErrorClass
-from loadlib.hooks import hooks
-from loadlib.record import RequestRecord
-from loadlib.sinks import plugin
+from loadlib.locust import install as wiring
+from loadlib.locust.context import context
+from loadlib.records.record import RequestRecord
+from loadlib.sinks.config import config_from_options
+from tests.support.locust_env import FakeMasterRunner, FakeWorkerRunner
+
+HOST = "http://127.0.0.1:9/v1"
 
 BODIES: list[str] = []
 
@@ -38,21 +41,10 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
-class FakeWorkerRunner(WorkerRunner):
-    def __init__(self, client_id: str) -> None:  # no connection to a master
-        self.client_id = client_id
-        self.greenlet = None
-
-
-class FakeMasterRunner(MasterRunner):
-    def __init__(self) -> None:  # no sockets
-        self.greenlet = None
-
-
 def parse(args: list[str]) -> Any:
     events = Events()
-    plugin.install(events)
-    plugin.install(events)  # idempotent: options are added once
+    wiring.install(events)
+    wiring.install(events)  # idempotent: options are added once
     parser = get_parser()
     events.init_command_line_parser.fire(parser=parser)
     web_ui = {a.dest: a.include_in_web_ui for a in parser._actions if a.dest.startswith("influx_")}
@@ -75,43 +67,45 @@ def record(i: int) -> RequestRecord:
 
 
 def local_run(url: str) -> dict[str, Any]:
-    events, opts, web_ui = parse(["--influx-url", url, "--influx-api", "v1", "--influx-flush-interval", "0.05"])
+    events, opts, web_ui = parse(
+        ["--influx-url", url, "--influx-api", "v1", "--influx-flush-interval", "0.05", "--llm-api-key-env", "none"]
+    )
     opts.run_id = "run-7"  # set by the core plugin's --run-id in real runs
-    env = Environment(events=events, parsed_options=opts)
+    env = Environment(events=events, parsed_options=opts, host=HOST)
     runner = env.create_local_runner()
     events.init.fire(environment=env, runner=runner, web_ui=None)
     events.test_start.fire(environment=env)
-    h = hooks(env)
+    ctx = context(env)
     for i in range(20):
-        h.record.fire(record=record(i))
-    h.worker_health.fire(users=3, cpu_percent=12.5, loop_lag_ms=0.75)
-    h.endpoint_event.fire(kind="failover", endpoint="backup", message="primary open")
-    during = plugin.sink_stats(env)
+        ctx.record(record(i))
+    ctx.events.worker_health.fire(users=3, cpu_percent=12.5, loop_lag_ms=0.75)
+    ctx.events.endpoint_event.fire(kind="failover", endpoint="backup", message="primary open")
+    during = ctx.sinks.totals()
     events.test_stop.fire(environment=env)
     events.quitting.fire(environment=env)  # a second close is a no-op
     return {
         "opts": {k: v for k, v in vars(opts).items() if k.startswith("influx_")},
         "web_ui": web_ui,
         "during": during,
-        "after": plugin.sink_stats(env),
+        "after": ctx.sinks.totals(),
     }
 
 
 def distributed(url: str) -> dict[str, Any]:
-    events, opts, _ = parse(["--influx-url", url, "--influx-api", "v1"])
+    events, opts, _ = parse(["--influx-url", url, "--influx-api", "v1", "--llm-api-key-env", "none"])
     opts.run_id = "run-8"
-    worker_env = Environment(events=events, parsed_options=opts)
+    worker_env = Environment(events=events, parsed_options=opts, host=HOST)
     worker_env.runner = FakeWorkerRunner("host_abc123")
     events.test_start.fire(environment=worker_env)
     for i in range(5):
-        hooks(worker_env).record.fire(record=record(i))
+        context(worker_env).record(record(i))
     data: dict[str, Any] = {}
     events.report_to_master.fire(client_id="host_abc123", data=data)
     events.test_stop.fire(environment=worker_env)
     final: dict[str, Any] = {}
     events.report_to_master.fire(client_id="host_abc123", data=final)
 
-    m_events, m_opts, _ = parse(["--influx-url", url, "--influx-api", "v1"])
+    m_events, m_opts, _ = parse(["--influx-url", url, "--influx-api", "v1", "--llm-api-key-env", "none"])
     m_opts.run_id = "run-8"
     master_env = Environment(events=m_events, parsed_options=m_opts)
     master_env.runner = FakeMasterRunner()
@@ -122,9 +116,9 @@ def distributed(url: str) -> dict[str, Any]:
     m_events.test_stop.fire(environment=master_env)
 
     # a worker whose own environment lacks the v2 token: the sink is off there, and the master is told why
-    v2_events, v2_opts, _ = parse(["--influx-url", url, "--influx-org", "o"])
+    v2_events, v2_opts, _ = parse(["--influx-url", url, "--influx-org", "o", "--llm-api-key-env", "none"])
     v2_opts.run_id = "run-8"
-    v2_env = Environment(events=v2_events, parsed_options=v2_opts)
+    v2_env = Environment(events=v2_events, parsed_options=v2_opts, host=HOST)
     v2_env.runner = FakeWorkerRunner("host_notoken")
     v2_events.test_start.fire(environment=v2_env)
     no_token: dict[str, Any] = {}
@@ -132,7 +126,7 @@ def distributed(url: str) -> dict[str, Any]:
     return {
         "worker_report": data.get("llm_sink"),
         "worker_final": final.get("llm_sink"),
-        "master": plugin.sink_stats(master_env),
+        "master": context(master_env).sinks.totals(),
         "no_token_report": no_token.get("llm_sink"),
     }
 
@@ -172,7 +166,7 @@ def config_errors() -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for name, (overrides, environ) in cases.items():
         try:
-            cfg = plugin.config_from_options(SimpleNamespace(**{**base, **overrides}), environ)
+            cfg = config_from_options(SimpleNamespace(**{**base, **overrides}), environ)
             out[name] = None if cfg is None else f"ok {cfg.api} {cfg!r}"
         except ConfigError as exc:
             out[name] = f"error {exc}"

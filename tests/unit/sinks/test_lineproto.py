@@ -8,8 +8,9 @@ import re
 import pytest
 
 from loadlib.errors import ErrorClass
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
 from loadlib.sinks import lineproto as lp
+from tests.support.records import make_record
 
 TS = 1_764_400_000_123_456_789
 
@@ -95,7 +96,7 @@ def full_record(**overrides: object) -> RequestRecord:
         "ratelimit": {"x-ratelimit-remaining-requests": "99"},
     }
     values.update(overrides)
-    return RequestRecord(**values)  # type: ignore[arg-type]
+    return make_record(**values)
 
 
 def test_full_request_point_has_every_value_with_its_fixed_type() -> None:
@@ -145,16 +146,7 @@ def test_full_request_point_has_every_value_with_its_fixed_type() -> None:
 
 
 def test_missing_values_are_omitted_never_written_as_another_type() -> None:
-    rec = RequestRecord(
-        run_id="r",
-        scenario="s",
-        endpoint="e",
-        provider="p",
-        model="m",
-        worker_id="w",
-        request_id="id",
-        start_unix_ns=TS,
-    )
+    rec = make_record(scenario="s", endpoint="e", provider="p", model="m", request_id="id", start_unix_ns=TS)
     _, _, fields, _ = parse_line(lp.request_line(rec))
     assert set(fields) == {"output_events", "attempt", "request_id"}
     assert fields["output_events"] == ("int", 0)

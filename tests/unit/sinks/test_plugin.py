@@ -1,4 +1,4 @@
-"""Locust wiring of the sink (loadlib.sinks.plugin), run in a subprocess because importing Locust monkey-patches
+"""Locust wiring of the sink (loadlib.locust.sink_part), run in a subprocess because importing Locust monkey-patches
 gevent, which the shared pytest process must not be."""
 
 from __future__ import annotations

@@ -9,9 +9,10 @@ import time
 
 import pytest
 
-from loadlib.record import RequestRecord
+from loadlib.records.record import RequestRecord
 from loadlib.sinks.influx import InfluxSink, backoff_delay
 from loadlib.sinks.transports import WriteError
+from tests.support.records import make_record
 
 
 class FakeTransport:
@@ -43,17 +44,7 @@ class FakeTransport:
 
 
 def record(i: int) -> RequestRecord:
-    return RequestRecord(
-        run_id="r",
-        scenario="chat",
-        endpoint="e",
-        provider="openai",
-        model="m",
-        worker_id="w",
-        request_id=f"id-{i}",
-        start_unix_ns=1_000_000_000 + i,
-        e2e_ms=float(i),
-    )
+    return make_record(request_id=f"id-{i}", start_unix_ns=1_000_000_000 + i, e2e_ms=float(i))
 
 
 def wait_for(cond, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]

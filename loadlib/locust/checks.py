@@ -1,0 +1,98 @@
+"""Everything that can be known before load is checked before load: provider, model, price table, keys, limits, the
+embedded mock's settings, the InfluxDB sink, the scenarios' data, and every file the run will write. A problem is one
+line and exit code 2, before any request and before the mock starts (loadlib.locust.install calls `check_run`).
+
+Output paths: a path whose parent is a file, a directory that cannot be written, or a directory given as a file name
+is refused; missing parent directories are created, and said so when they lie outside the current directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from loadlib.config import PROVIDERS, Limits, Timeouts, limits_from_options, make_endpoint, timeouts_from_options
+from loadlib.errors import ConfigError
+from loadlib.locust.embedded_mock import mock_config
+from loadlib.pacing import PROCESSES
+from loadlib.records.pricing import PriceTable
+from loadlib.sinks.config import config_from_options
+
+PLACEHOLDER_HOST = "http://127.0.0.1:1/v1"  # stands for the embedded mock, which is not started yet
+
+
+def check_run(options: Any, host: str, worker: str = "master") -> list[str]:
+    """Raise ConfigError on the first problem; return notes worth printing (directories created)."""
+    check_endpoint(options, host)
+    config_from_options(options)
+    return check_outputs(options, worker)
+
+
+def check_endpoint(options: Any, host: str) -> tuple[Timeouts, Limits]:
+    """Provider, model, key, timeouts, limits, price table, load model; the mock's settings when it will be used."""
+    provider = str(options.llm_provider or "").strip().lower()
+    if provider not in PROVIDERS:
+        raise ConfigError(f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
+    if host:
+        make_endpoint(host, provider, options.llm_model, options.llm_api_key_env, options.llm_endpoint_name or None)
+    else:
+        mock_config(options.llm_mock)
+        make_endpoint(PLACEHOLDER_HOST, provider, options.llm_model, "none")
+    PriceTable.load(options.llm_price_table or None)
+    _at_least(options.llm_stop_on_fatal_s, 0, "--llm-stop-on-fatal-s")
+    _at_least(options.arrival_rate, 0, "--arrival-rate")
+    if options.arrival_process not in PROCESSES:
+        raise ConfigError(f"--arrival-process must be one of {', '.join(PROCESSES)}, got {options.arrival_process!r}")
+    return timeouts_from_options(options), limits_from_options(options)
+
+
+def _at_least(value: Any, minimum: float, flag: str) -> None:
+    if value is None or float(value) < minimum:
+        raise ConfigError(f"{flag} must be >= {minimum:g}, got {value!r}")
+
+
+def output_paths(options: Any) -> list[tuple[str, str]]:
+    """(flag, path) of every file this run writes that the user named: loadlib's outputs and Locust's HTML report
+    (Locust creates its --csv directory itself, before loadlib is asked)."""
+    named = [
+        ("--llm-summary", options.llm_summary),
+        ("--llm-records", options.llm_records),
+        ("--html", getattr(options, "html_file", None)),
+    ]
+    audit = str(getattr(options, "audit_file", "") or "")
+    if audit.lower() not in ("", "none", "off"):
+        named.append(("--audit-file", audit))
+    return [(flag, str(path)) for flag, path in named if path]
+
+
+def check_outputs(options: Any, worker: str = "master") -> list[str]:
+    """Check (and create the parents of) every output path; notes for directories created outside the cwd."""
+    notes = []
+    for flag, template in output_paths(options):
+        note = check_output_path(flag, template, worker)
+        if note:
+            notes.append(note)
+    return notes
+
+
+def check_output_path(flag: str, template: str, worker: str = "master") -> str | None:
+    """One line of ConfigError when `template` cannot be written; a note when a directory outside the current one
+    had to be created. `{run_id}` and `{worker}` in the path are filled in."""
+    path = Path(template.replace("{run_id}", "run").replace("{worker}", worker)).expanduser().absolute()
+    if path.is_dir():
+        raise ConfigError(f"{flag} {template}: is a directory; name a file in it")
+    existing = next(p for p in (path.parent, *path.parent.parents) if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(f"{flag} {template}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ConfigError(f"{flag} {template}: cannot write there (permission denied)")
+    if existing == path.parent:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{flag} {template}: cannot create {path.parent} ({exc.strerror})") from None
+    if Path.cwd() in path.parent.parents or Path.cwd() == path.parent:
+        return None
+    return f"loadlib: created {path.parent} for {flag} (outside the current directory)"

@@ -1,0 +1,222 @@
+"""One run context per Locust environment: everything loadlib holds for a run on one node, created once at `init`.
+
+It holds the node's role, the options and the settings resolved from them, loadlib's own events (record, worker
+health, endpoint events: extension through events, as Locust does), the node parts merged on the master
+(loadlib.locust.parts), the open-loop schedule, the fatal-stop watch, the secrets to mask and the embedded mock.
+Locust's events reach it through loadlib.locust.install; users reach it through `context(environment)`.
+"""
+
+from __future__ import annotations
+
+from locust.event import EventHook
+from locust.runners import MasterRunner, WorkerRunner
+
+import logging
+import os
+import socket
+import time
+import weakref
+from typing import Any
+
+from loadlib.errors import LoadlibError
+from loadlib.locust.fatal import FatalStop
+from loadlib.locust.parts import HealthPart, NodePart, RecordsPart, StatsPart
+from loadlib.locust.scenario_part import ScenarioPart
+from loadlib.locust.sink_part import SinkPart
+from loadlib.logs import RateLimitedLog
+from loadlib.metrics import scenarios as found
+from loadlib.pacing import ArrivalSchedule, worker_rate
+from loadlib.records.record import RequestRecord
+from loadlib.redact import Redactor
+from loadlib.settings import RunSettings, build_settings
+
+_CONTEXTS: weakref.WeakKeyDictionary[Any, RunContext] = weakref.WeakKeyDictionary()
+_PART_FAILED = RateLimitedLog(logging.getLogger("loadlib"), interval_s=30.0)
+
+
+class LLMEvents:
+    """loadlib's events on one environment.
+
+    - `record`: fired with `record=RequestRecord` once per request attempt, after the stream has ended.
+    - `worker_health`: fired on every load-generating node once a second with `users=int, cpu_percent=float,
+      loop_lag_ms=float`.
+    - `endpoint_event`: fired with `kind=str, endpoint=str, message=str` on failover state changes.
+    """
+
+    def __init__(self) -> None:
+        self.record = EventHook()
+        self.worker_health = EventHook()
+        self.endpoint_event = EventHook()
+
+
+class RunContext:
+    """loadlib's state on one node (master, worker or local runner) for the life of its Locust environment."""
+
+    def __init__(self, environment: Any) -> None:
+        self.environment = environment
+        self.events = LLMEvents()
+        self.settings: RunSettings | None = None
+        self.redact = Redactor()
+        self.fatal = FatalStop(0.0)
+        self.arrivals: ArrivalSchedule | None = None
+        self.mock: Any = None
+        self.started_at: float | None = None
+        self.stopped_at: float | None = None
+        self.wired = False
+        self.stats, self.health, self.sinks = StatsPart(), HealthPart(), SinkPart()
+        self.scenarios = ScenarioPart(_scenario_specs(environment))
+        self.parts: list[NodePart] = [self.stats, self.health, RecordsPart(), self.sinks, self.scenarios]
+        self.parts += [make() for spec in self.scenarios.specs for make in spec.parts]
+        self.events.worker_health.add_listener(self.sinks.on_health)
+        self.events.endpoint_event.add_listener(self.sinks.on_endpoint_event)
+
+    # the node
+
+    @property
+    def options(self) -> Any:
+        return self.environment.parsed_options
+
+    @property
+    def is_master(self) -> bool:
+        return isinstance(self.environment.runner, MasterRunner)
+
+    @property
+    def is_worker(self) -> bool:
+        return isinstance(self.environment.runner, WorkerRunner)
+
+    @property
+    def generates_load(self) -> bool:
+        return not self.is_master
+
+    @property
+    def node(self) -> str:
+        """This node's name in reports and InfluxDB: the worker's id, "master" or "local"."""
+        runner = self.environment.runner
+        if self.is_worker:
+            return str(runner.client_id)
+        return "master" if self.is_master else "local"
+
+    def worker_id(self) -> str:
+        client_id = getattr(self.environment.runner, "client_id", None)
+        return str(client_id) if client_id else f"{socket.gethostname()}_{os.getpid()}"
+
+    def user_count(self) -> int:
+        return int(getattr(self.environment.runner, "user_count", 0) or 0)
+
+    def part(self, kind: type[NodePart]) -> Any:
+        """The node part of this class (a scenario's own parts are found this way)."""
+        return next(p for p in self.parts if isinstance(p, kind))
+
+    # the run
+
+    def start(self) -> None:
+        """Test start: resolve the settings (load nodes), then start every part."""
+        self.started_at, self.stopped_at = time.time(), None
+        self.fatal = FatalStop(float(getattr(self.options, "llm_stop_on_fatal_s", 0.0) or 0.0))
+        if self.generates_load:
+            self.settings = build_settings(self.options, self.environment.host, self.worker_id())
+            self.redact = self.settings.redact
+            self.arrivals = self._arrival_schedule()
+        self._each("start", self)
+
+    def stop(self) -> None:
+        self.stopped_at = time.time()
+        self._each("stop", self)
+
+    def record(self, record: RequestRecord) -> None:
+        """Fan one attempt's record out to every part, then to outside listeners."""
+        self._each("add", record)
+        self.events.record.fire(record=record)
+
+    def report(self, data: dict[str, Any]) -> None:
+        """A worker's report to the master: each part's payload under its key."""
+        for part in self.parts:
+            payload = self._step(part, "ship") if part.key else None
+            if payload is not None:
+                data[part.key] = payload
+
+    def merge(self, worker: str, data: dict[str, Any]) -> None:
+        for part in self.parts:
+            if part.key and part.key in data:
+                self._step(part, "merge", data[part.key], worker)
+
+    def reset(self) -> None:
+        self._each("reset")
+
+    def close(self) -> None:
+        self._each("close")
+
+    def _each(self, step: str, *args: Any) -> None:
+        for part in self.parts:
+            self._step(part, step, *args)
+
+    def _step(self, part: NodePart, step: str, *args: Any) -> Any:
+        """One step of one part. A part that fails is logged (at most every 30 s) and the others go on: no part
+        may lose another's figures, the summary or a record. A user's mistake found at start stops the run instead."""
+        try:
+            return getattr(part, step)(*args)
+        except LoadlibError:
+            if step == "start":
+                raise
+            _PART_FAILED.error("loadlib: %s.%s failed", type(part).__name__, step, exc_info=True)
+            return None
+        except Exception as exc:
+            _PART_FAILED.error("loadlib: %s.%s failed (%r)", type(part).__name__, step, exc, exc_info=exc)
+            return None
+
+    def duration_s(self) -> float:
+        if self.started_at is None:
+            return 0.0
+        return max((self.stopped_at or time.time()) - self.started_at, 1e-9)
+
+    def summary(self) -> dict[str, Any]:
+        """The run's summary as it stands: meta and duration, then every part's figures."""
+        opts = self.options
+        meta = {
+            "run_id": getattr(opts, "run_id", None),
+            "host": self.environment.host,
+            "provider": getattr(opts, "llm_provider", None),
+            "model": getattr(opts, "llm_model", None),
+            "started_at": self.started_at,
+            "stopped_at": self.stopped_at,
+            "duration_s": round(self.duration_s(), 3),
+        }
+        summary: dict[str, Any] = {"meta": meta, "duration_s": self.duration_s()}
+        self._each("summarize", summary)
+        return summary
+
+    def lines(self, summary: dict[str, Any]) -> list[str]:
+        """The printed summary: every part's lines, secrets masked."""
+        return [self.redact(line) for part in self.parts for line in self._step(part, "lines", summary) or ()]
+
+    def _arrival_schedule(self) -> ArrivalSchedule | None:
+        """This node's share of the open-loop arrival rate (None: closed loop)."""
+        opts = self.options
+        rate = float(getattr(opts, "arrival_rate", 0.0) or 0.0)
+        if rate <= 0:
+            return None
+        process = str(getattr(opts, "arrival_process", "poisson"))
+        expected = getattr(opts, "expect_workers", None) if self.is_worker else None
+        share = worker_rate(rate, expected)
+        index = int(getattr(self.environment.runner, "worker_index", 0) or 0)
+        seed = int(getattr(opts, "data_seed", 1) or 1) * 1000 + index
+        found.open_loop_config(self.scenarios.results, self.worker_id(), share, process)
+        return ArrivalSchedule(share, process, seed)
+
+
+def _scenario_specs(environment: Any) -> tuple[Any, ...]:
+    """The specs of the scenarios this run's user classes belong to, each once."""
+    specs: dict[str, Any] = {}
+    for cls in getattr(environment, "user_classes", None) or ():
+        spec = getattr(cls, "spec", None)
+        if spec is not None:
+            specs.setdefault(spec.name, spec)
+    return tuple(specs.values())
+
+
+def context(environment: Any) -> RunContext:
+    """The run context of `environment`, created on first use (normally at Locust's `init`)."""
+    ctx = _CONTEXTS.get(environment)
+    if ctx is None:
+        ctx = _CONTEXTS[environment] = RunContext(environment)
+    return ctx

@@ -1,0 +1,32 @@
+"""The embedded mock: without a --host (or LLM_BASE_URL), the master or local runner starts the mock LLM server and
+targets it; workers follow the master's target. Its settings come from --llm-mock, checked before it starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadlib.config import NO_KEY
+from loadlib.mock import MockConfig, parse_overrides, start_subprocess
+
+
+def mock_config(spec: str) -> MockConfig:
+    """The mock's configuration from `--llm-mock` ('ttft_ms=200,itl_ms=10'); ConfigError names a bad item."""
+    return MockConfig().with_overrides(parse_overrides(spec or "", "--llm-mock"))
+
+
+def start_embedded_mock(environment: Any) -> Any:
+    """Start the mock, point the run at it and return its handle (stop it at quit)."""
+    opts = environment.parsed_options
+    mock = start_subprocess(mock_config(opts.llm_mock))
+    base = mock.url if opts.llm_provider == "anthropic" else mock.url + "/v1"
+    environment.host = base
+    if not opts.llm_api_key_env:
+        opts.llm_api_key_env = NO_KEY
+    if not opts.llm_endpoint_name:
+        opts.llm_endpoint_name = "mock"
+    print(
+        f"loadlib: no --host given, targeting the embedded mock LLM server at {base} (pass --host URL for a real "
+        "endpoint)",
+        flush=True,
+    )
+    return mock

@@ -1,0 +1,55 @@
+"""Failures that cannot heal by themselves (a certificate nobody trusts, a host name that does not resolve, a key the
+endpoint refuses, a path or model it does not have): users back off instead of spinning, and a run whose first
+seconds show nothing else stops with one line naming the cause. Pure logic; the Locust side is in
+loadlib.locust.install."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from time import perf_counter
+
+BACKOFF_BASE_S = 0.5
+BACKOFF_MAX_S = 10.0
+
+
+def backoff_s(consecutive: int) -> float:
+    """How long a user waits after its `consecutive`-th fatal failure in a row: 0.5 s doubling to 10 s."""
+    if consecutive <= 0:
+        return 0.0
+    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (consecutive - 1))
+
+
+class FatalStop:
+    """Watches one node's attempts from the start of a run. The verdict comes with the first attempt at or after
+    `window_s`: stop when every attempt so far failed fatally; once any attempt did not, it never stops."""
+
+    def __init__(self, window_s: float, clock: Callable[[], float] = perf_counter) -> None:
+        self.window_s = window_s
+        self.clock = clock
+        self.started: float | None = None
+        self.attempts = 0
+        self.causes: Counter[str] = Counter()
+        self.decided = window_s <= 0
+
+    def observe(self, cause: str | None) -> str | None:
+        """Account one attempt (`cause` None: it did not fail fatally); the stop message once the run should stop."""
+        if self.decided:
+            return None
+        now = self.clock()
+        if self.started is None:
+            self.started = now
+        self.attempts += 1
+        if cause is None:
+            self.decided = True
+            return None
+        self.causes[cause] += 1
+        elapsed = now - self.started
+        if elapsed < self.window_s:
+            return None
+        self.decided = True
+        worst = self.causes.most_common(1)[0][0]
+        return (
+            f"all {self.attempts} requests of the first {elapsed:.0f} s failed in a way that cannot heal by itself: "
+            f"{worst} (stopping; --llm-stop-on-fatal-s 0 keeps going)"
+        )

@@ -1,0 +1,188 @@
+"""Node parts: what lives on each node of a run and is merged on the master, behind one protocol.
+
+LLM statistics, client health, per-request records, the InfluxDB sink and scenario results are node parts (failover
+state and threshold verdicts will be too). The run context (loadlib.locust.context) drives every part from Locust's
+events: `start` / `stop` with the test, `add` once per record, `ship` into a worker's report and `merge` on the
+master, `reset` with Locust's statistics, `summarize` into the end-of-run summary (JSON and web UI) and `lines` for
+the console and the web UI, `close` when the process quits. A part inherits a no-op for every step it has no use for.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from loadlib.locust.health import HealthSampler
+from loadlib.metrics.histogram import Histogram
+from loadlib.metrics.saturation import SaturationThresholds, saturation_verdict
+from loadlib.metrics.stats import LLMStats
+from loadlib.metrics.summary import build_summary, render_table
+from loadlib.outputs.records import open_export
+from loadlib.records.record import RequestRecord
+from loadlib.settings import RunSettings
+
+
+class Node(Protocol):
+    """What a part may know of the node it runs on (the run context provides it)."""
+
+    options: Any
+    settings: RunSettings | None
+    events: Any
+    generates_load: bool
+    is_master: bool
+    is_worker: bool
+    node: str
+
+    def worker_id(self) -> str: ...
+
+    def user_count(self) -> int: ...
+
+
+class NodePart:
+    """The protocol, with no-op defaults. `key` names the part's payload in a worker's report ("" ships nothing)."""
+
+    key = ""
+
+    def start(self, ctx: Node) -> None:
+        """The test starts on this node (options are known; workers have just received the master's)."""
+
+    def stop(self, ctx: Node) -> None:
+        """The test stops on this node."""
+
+    def add(self, record: RequestRecord) -> None:
+        """One attempt ended on this node."""
+
+    def ship(self) -> Any:
+        """A worker's payload for its next report (what was shipped is then reset); None ships nothing."""
+        return None
+
+    def merge(self, data: Any, worker: str) -> None:
+        """The master takes one worker's payload."""
+
+    def reset(self) -> None:
+        """Locust reset its statistics (web UI button, --reset-stats)."""
+
+    def summarize(self, summary: dict[str, Any]) -> None:
+        """Add this part's figures to the summary being built (JSON-able values only)."""
+
+    def lines(self, summary: dict[str, Any]) -> list[str]:
+        """This part's lines of the printed summary, also shown in the web UI."""
+        return []
+
+    def close(self) -> None:
+        """The process quits: release what the part holds."""
+
+
+class MergedPart(NodePart):
+    """A part around one collection that serializes, resets and merges itself (`serialize`, `reset`,
+    `merge_serialized`): a worker ships what it counted since its last report, the master merges every payload."""
+
+    def __init__(self, collection: Any) -> None:
+        self.collection = collection
+
+    def has_news(self) -> bool:
+        """Whether there is anything to ship (a part that ships every report says yes)."""
+        return True
+
+    def ship(self) -> Any:
+        if not self.has_news():
+            return None
+        data = self.collection.serialize()
+        self.collection.reset()
+        return data
+
+    def merge(self, data: Any, worker: str) -> None:
+        self.collection.merge_serialized(data)
+
+    def reset(self) -> None:
+        self.collection.reset()
+
+
+class StatsPart(MergedPart):
+    """The LLM statistics per scenario and endpoint; the rows and total of the summary and its table."""
+
+    key = "llm_stats"
+
+    def __init__(self) -> None:
+        self.stats = LLMStats()
+        super().__init__(self.stats)
+
+    def add(self, record: RequestRecord) -> None:
+        self.stats.add(record)
+
+    def summarize(self, summary: dict[str, Any]) -> None:
+        summary.update(build_summary(self.stats, summary["duration_s"], None, summary["meta"]))
+
+    def lines(self, summary: dict[str, Any]) -> list[str]:
+        return render_table(summary).split("\n")
+
+
+class HealthPart(NodePart):
+    """Loop lag and CPU of every load-generating node, merged as histograms; the client-saturation verdict."""
+
+    key = "llm_health"
+
+    def __init__(self) -> None:
+        self.loop_lag = Histogram()
+        self.cpu = Histogram()
+        self.sampler: HealthSampler | None = None
+        self.thresholds = SaturationThresholds()
+
+    def start(self, ctx: Node) -> None:
+        opts = ctx.options
+        self.thresholds = SaturationThresholds(
+            loop_lag_p99_ms=float(getattr(opts, "llm_lag_threshold_ms", 50.0)),
+            cpu_percent=float(getattr(opts, "llm_cpu_threshold", 90.0)),
+        )
+        if ctx.generates_load:
+            self.sampler = self.sampler or HealthSampler(ctx.user_count, ctx.events.worker_health.fire)
+            self.sampler.start()
+
+    def ship(self) -> Any:
+        return self.sampler.take() if self.sampler is not None else None
+
+    def merge(self, data: Any, worker: str) -> None:
+        self.loop_lag.merge(Histogram.from_dict(data["loop_lag_ms"]))
+        self.cpu.merge(Histogram.from_dict(data["cpu_percent"]))
+
+    def reset(self) -> None:
+        self.loop_lag = Histogram()
+        self.cpu = Histogram()
+
+    def summarize(self, summary: dict[str, Any]) -> None:
+        if self.sampler is not None:  # a local run folds in its own latest samples
+            self.merge(self.sampler.take(), "local")
+        itl = ((summary.get("total") or {}).get("latency_ms") or {}).get("itl") or {}
+        verdict = None
+        if self.loop_lag.count:
+            verdict = saturation_verdict(self.loop_lag, self.cpu, self.thresholds, itl.get("p50"))
+        summary["client_saturated"] = verdict.saturated if verdict is not None else None
+        summary["client"] = verdict.to_dict() if verdict is not None else None
+
+    def close(self) -> None:
+        if self.sampler is not None:
+            self.sampler.stop()
+
+
+class RecordsPart(NodePart):
+    """`--llm-records`: every record of this node as a JSON line, written off the request path."""
+
+    def __init__(self) -> None:
+        self.export: Any = None
+
+    def start(self, ctx: Node) -> None:
+        template = str(getattr(ctx.options, "llm_records", "") or "")
+        if template and ctx.generates_load and self.export is None and ctx.settings is not None:
+            self.export = open_export(template, ctx.settings.run_id, ctx.settings.worker_id)
+
+    def add(self, record: RequestRecord) -> None:
+        if self.export is not None:
+            self.export.add(record)
+
+    def stop(self, ctx: Node) -> None:
+        if self.export is not None:
+            self.export.flush()
+
+    def close(self) -> None:
+        if self.export is not None:
+            self.export.close()
+            self.export = None

@@ -1,0 +1,131 @@
+"""The LLM tab of the Locust web UI: live TTFT / TTFO / TPOT / ITL / E2E percentiles, tokens and cost per
+scenario and endpoint, plus the client-saturation verdict, and under it every node part's lines of the summary
+(scenario results, sink counts, warnings). Data rides on the UI's own `/stats/requests` poll."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from flask import Response, request
+
+TAB_KEY = "llm"
+NOTES_KEY = "llm_notes"
+COLUMNS = [
+    ("name", "Scenario @ endpoint"),
+    ("requests", "Requests"),
+    ("errors", "Errors"),
+    ("ttft_p50", "TTFT p50 (ms)"),
+    ("ttft_p95", "TTFT p95 (ms)"),
+    ("ttft_p99", "TTFT p99 (ms)"),
+    ("ttfo_p95", "TTFO p95 (ms)"),
+    ("tpot_p50", "TPOT p50 (ms)"),
+    ("itl_p95", "ITL p95 (ms)"),
+    ("e2e_p50", "E2E p50 (ms)"),
+    ("e2e_p95", "E2E p95 (ms)"),
+    ("e2e_p99", "E2E p99 (ms)"),
+    ("tokens_per_s", "Output tok/s"),
+    ("prompt_tokens", "Prompt tokens"),
+    ("completion_tokens", "Completion tokens"),
+    ("cost_usd", "Cost (USD)"),
+    ("client", "Client"),
+]
+
+
+def _fmt(value: Any, digits: int = 1) -> Any:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return round(value, digits)
+    return value
+
+
+def table_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Flatten build_summary()'s rows into the tab's columns (pure, tested without a browser)."""
+    verdict = summary.get("client") or {}
+    client = "SATURATED" if verdict.get("saturated") else ("ok" if verdict else "-")
+    if client == "ok" and verdict.get("warnings"):
+        client = "ok (ITL tail blurred)"
+    rows = []
+    for row in [*summary.get("rows", []), summary.get("total")]:
+        if not row:
+            continue
+        lat = row.get("latency_ms", {})
+
+        def p(metric: str, q: str, lat: dict[str, Any] = lat) -> Any:
+            return _fmt((lat.get(metric) or {}).get(q))
+
+        name = row.get("name") or f"{row.get('scenario')} @ {row.get('endpoint')}"
+        rows.append(
+            {
+                "name": name,
+                "safe_name": name,
+                "requests": row.get("count", 0),
+                "errors": row.get("errors_total", 0),
+                "ttft_p50": p("ttft", "p50"),
+                "ttft_p95": p("ttft", "p95"),
+                "ttft_p99": p("ttft", "p99"),
+                "ttfo_p95": p("ttfo", "p95"),
+                "tpot_p50": p("tpot", "p50", lat),
+                "itl_p95": p("itl", "p95"),
+                "e2e_p50": p("e2e", "p50"),
+                "e2e_p95": p("e2e", "p95"),
+                "e2e_p99": p("e2e", "p99"),
+                "tokens_per_s": _fmt(row.get("output_tokens_per_s")),
+                "prompt_tokens": row.get("prompt_tokens", 0),
+                "completion_tokens": row.get("completion_tokens", 0),
+                "cost_usd": _fmt(row.get("cost_usd"), 6),
+                "client": client,
+            }
+        )
+    return rows
+
+
+def install_tab(environment: Any, ctx: Any) -> None:
+    """Add the LLM tab, its CSV and JSON routes to the web UI of `environment`, fed by the run context `ctx`."""
+    web_ui = environment.web_ui
+    web_ui.template_args["extended_tabs"] = [
+        {"title": "LLM", "key": TAB_KEY},
+        {"title": "Run notes", "key": NOTES_KEY},
+    ]
+    web_ui.template_args["extended_tables"] = [
+        {"key": TAB_KEY, "structure": [{"key": k, "title": t} for k, t in COLUMNS]},
+        {"key": NOTES_KEY, "structure": [{"key": "note", "title": "Summary lines"}]},
+    ]
+    web_ui.template_args["extended_csv_files"] = [{"href": "/llm/csv", "title": "Download LLM statistics CSV"}]
+    app = web_ui.app
+
+    @app.after_request
+    def _add_llm_stats(response: Response) -> Response:
+        if request.path != "/stats/requests" or response.status_code != 200:
+            return response
+        payload = response.get_json(silent=True)
+        if not isinstance(payload, dict):
+            return response
+        summary = ctx.summary()
+        notes = [{"note": line, "safe_name": line} for line in ctx.lines(summary) if line]
+        payload["extended_stats"] = [
+            {"key": TAB_KEY, "data": table_rows(summary)},
+            {"key": NOTES_KEY, "data": notes},
+        ]
+        response.set_data(json.dumps(payload))
+        return response
+
+    @app.route("/llm/summary.json")
+    def _llm_summary() -> Response:
+        return Response(ctx.redact(json.dumps(ctx.summary(), default=str)), mimetype="application/json")
+
+    @app.route("/llm/csv")
+    def _llm_csv() -> Response:
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        writer.writerow([t for _, t in COLUMNS])
+        for row in table_rows(ctx.summary()):
+            writer.writerow([row[k] for k, _ in COLUMNS])
+        return Response(
+            buf.getvalue(),
+            mimetype="text/csv",
+            headers={"Content-Disposition": "attachment;filename=llm_stats.csv"},
+        )

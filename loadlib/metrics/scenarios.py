@@ -1,0 +1,430 @@
+"""Scenario-specific results: what a scenario found beyond latency (turn growth, context outcomes, overlap cost,
+schema validity, determinism, audit files, open-loop rate), merged across workers like the LLM statistics.
+
+Each node counts into one `ScenarioResults` (flat string keys, mergeable histograms), shipped with worker reports and
+merged on the master by the scenario node part (loadlib.locust.scenario_part); at the end `scenario_summary` turns
+the keys into one dict per scenario (plus SLO verdicts against the summary's rows) and `render_scenarios` gives the
+short block after the LLM table. Scenario users record through the small functions below, so the key scheme lives
+here only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadlib.metrics.histogram import Histogram
+
+SEP = "|"
+MAX_ROWS = 50  # turns, sweep steps or probe steps shown per scenario
+
+
+class ScenarioResults:
+    """Counters, histograms and gauges of one node. Counters and histograms ship and reset with every worker
+    report; gauges (configuration facts such as a worker's target rate) ship every time and are never reset."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.hists: dict[str, Histogram] = {}
+        self.gauges: dict[str, Any] = {}
+
+    def count(self, key: str, n: int = 1) -> None:
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    def observe(self, key: str, value: float) -> None:
+        h = self.hists.get(key)
+        if h is None:
+            h = self.hists[key] = Histogram()
+        h.record(value)
+
+    def gauge(self, key: str, value: Any) -> None:
+        self.gauges[key] = value
+
+    def serialize(self) -> dict[str, Any]:
+        return {
+            "counts": dict(self.counts),
+            "hists": {k: h.to_dict() for k, h in self.hists.items()},
+            "gauges": dict(self.gauges),
+        }
+
+    def reset(self) -> None:
+        self.counts = {}
+        self.hists = {}
+
+    def merge_serialized(self, data: dict[str, Any]) -> None:
+        for k, n in (data.get("counts") or {}).items():
+            self.count(k, int(n))
+        for k, hd in (data.get("hists") or {}).items():
+            h = Histogram.from_dict(hd)
+            if k in self.hists:
+                self.hists[k].merge(h)
+            else:
+                self.hists[k] = h
+        self.gauges.update(data.get("gauges") or {})
+
+    @property
+    def empty(self) -> bool:
+        return not (self.counts or self.hists or self.gauges)
+
+
+def key(*parts: Any) -> str:
+    return SEP.join(str(p) for p in parts)
+
+
+# recording (called by the scenario users)
+
+
+def chat_turn(
+    r: ScenarioResults, turn: int, prompt_tokens: int | None, ttft_ms: float | None, step: int | None
+) -> None:
+    """One support-chat request: its turn, prompt size and TTFT (successful requests carry a TTFT)."""
+    r.count(key("support_chat", "turn", turn))
+    if prompt_tokens is not None:
+        r.observe(key("support_chat", "turn_prompt", turn), prompt_tokens)
+    if ttft_ms is not None:
+        r.observe(key("support_chat", "turn_ttft", turn), ttft_ms)
+        if step is not None:
+            r.observe(key("support_chat", "sweep_ttft", step), ttft_ms)
+    if step is not None:
+        r.count(key("support_chat", "sweep", step))
+
+
+def conversation(r: ScenarioResults, event: str) -> None:
+    """`started`, `completed` (every turn answered) or `abandoned` (a turn failed)."""
+    r.count(key("support_chat", "conversations", event))
+
+
+def document_outcome(r: ScenarioResults, mode: str, outcome: str) -> None:
+    """A whole-document or probe request: fits, context_length_exceeded, truncated, unverified or error."""
+    r.count(key("long_document", mode, outcome))
+
+
+def chunked_document(
+    r: ScenarioResults, document_tokens: int, chunk_tokens: int, prompt_tokens: int, chunks: int, ok: bool
+) -> None:
+    """A map-reduce summary: document tokens vs. chunk tokens sent (overlap included) and all prompt tokens."""
+    r.count(key("long_document", "chunked", "documents"))
+    r.count(key("long_document", "chunked", "completed" if ok else "failed"))
+    r.count(key("long_document", "chunked", "document_tokens"), document_tokens)
+    r.count(key("long_document", "chunked", "chunk_tokens"), chunk_tokens)
+    r.count(key("long_document", "chunked", "prompt_tokens"), prompt_tokens)
+    r.count(key("long_document", "chunked", "chunks"), chunks)
+
+
+def probe_step(r: ScenarioResults, tokens: int, outcome: str, billed: int | None) -> None:
+    """A probe request of `tokens` prompt tokens; `billed` is the server's count (a truncating server stops
+    billing more than its real window, which shows as the largest billed count)."""
+    r.count(key("long_document", "probe_step", tokens, outcome))
+    if billed is not None:
+        r.observe(key("long_document", "probe_billed"), billed)
+
+
+def compliance_check(r: ScenarioResults, valid: bool) -> None:
+    r.count(key("compliance", "schema", "valid" if valid else "invalid"))
+
+
+def compliance_compare(r: ScenarioResults, matched: bool) -> None:
+    r.count(key("compliance", "compare", "matched" if matched else "differed"))
+
+
+def audit_written(r: ScenarioResults, path: str) -> None:
+    r.count(key("compliance", "audit", path))
+
+
+def open_loop_config(r: ScenarioResults, worker: str, target_rps: float, process: str) -> None:
+    r.gauge(key("open_loop", "target", worker), target_rps)
+    r.gauge(key("open_loop", "process"), process)
+
+
+def open_loop_sent(r: ScenarioResults) -> None:
+    r.count(key("open_loop", "sent"))
+
+
+# summary
+
+
+def _select(r: ScenarioResults, *prefix: str) -> dict[tuple[str, ...], Any]:
+    """Counts whose key starts with `prefix`, keyed by the remaining parts."""
+    head = key(*prefix) + SEP
+    return {tuple(k[len(head) :].split(SEP)): v for k, v in r.counts.items() if k.startswith(head)}
+
+
+def _hist(r: ScenarioResults, *parts: Any) -> Histogram:
+    return r.hists.get(key(*parts)) or Histogram()
+
+
+def _p(h: Histogram, q: int) -> float | None:
+    v = h.percentile(q)
+    return round(v, 3) if v is not None else None
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 6) if whole else None
+
+
+def _support_chat(r: ScenarioResults) -> dict[str, Any] | None:
+    turns = _select(r, "support_chat", "turn")
+    if not turns:
+        return None
+    by_turn = []
+    for (turn,), n in sorted(turns.items(), key=lambda kv: int(kv[0][0]))[:MAX_ROWS]:
+        prompt = _hist(r, "support_chat", "turn_prompt", turn)
+        ttft = _hist(r, "support_chat", "turn_ttft", turn)
+        by_turn.append(
+            {
+                "turn": int(turn),
+                "requests": n,
+                "prompt_tokens_mean": round(prompt.mean, 1) if prompt.mean is not None else None,
+                "ttft_p50_ms": _p(ttft, 50),
+                "ttft_p95_ms": _p(ttft, 95),
+            }
+        )
+    sweep = []
+    for (step,), n in sorted(_select(r, "support_chat", "sweep").items(), key=lambda kv: int(kv[0][0]))[:MAX_ROWS]:
+        ttft = _hist(r, "support_chat", "sweep_ttft", step)
+        sweep.append(
+            {"system_tokens": int(step), "requests": n, "ttft_p50_ms": _p(ttft, 50), "ttft_p95_ms": _p(ttft, 95)}
+        )
+    convs = {k[0]: v for k, v in _select(r, "support_chat", "conversations").items()}
+    first, last = by_turn[0], by_turn[-1]
+    growth = None
+    if first["prompt_tokens_mean"] is not None and last["prompt_tokens_mean"] is not None and len(by_turn) > 1:
+        growth = round((last["prompt_tokens_mean"] - first["prompt_tokens_mean"]) / (last["turn"] - first["turn"]), 1)
+    return {
+        "conversations": convs,
+        "turns": by_turn,
+        "prompt_tokens_per_turn": growth,
+        "sweep": sweep or None,
+    }
+
+
+_WHOLE = ("fits", "context_length_exceeded", "truncated", "unverified", "error")
+
+
+def _long_document(r: ScenarioResults) -> dict[str, Any] | None:
+    out: dict[str, Any] = {}
+    whole = {k[0]: v for k, v in _select(r, "long_document", "whole").items()}
+    if whole:
+        out["whole"] = {name: whole.get(name, 0) for name in _WHOLE}
+    chunked = {k[0]: v for k, v in _select(r, "long_document", "chunked").items()}
+    if chunked:
+        doc = chunked.get("document_tokens", 0)
+        sent = chunked.get("chunk_tokens", 0)
+        prompt = chunked.get("prompt_tokens", 0)
+        out["chunked"] = {
+            "documents": chunked.get("documents", 0),
+            "completed": chunked.get("completed", 0),
+            "chunks": chunked.get("chunks", 0),
+            "document_tokens": doc,
+            "chunk_tokens_sent": sent,
+            "overlap_overhead_pct": round((sent - doc) / doc * 100.0, 3) if doc else None,
+            "prompt_tokens_sent": prompt,
+            "prompt_overhead_pct": round((prompt - doc) / doc * 100.0, 3) if doc else None,
+        }
+    probe = _select(r, "long_document", "probe_step")
+    if probe:
+        steps: dict[int, dict[str, int]] = {}
+        for (tokens, outcome), n in probe.items():
+            steps.setdefault(int(tokens), {})[outcome] = n
+        fits = [t for t, o in steps.items() if set(o) <= {"fits"}]
+        failed = {t: o for t, o in steps.items() if "context_length_exceeded" in o or "truncated" in o}
+        smallest = min(failed) if failed else None
+        out["probe"] = {
+            "steps": [{"prompt_tokens": t, "outcomes": steps[t]} for t in sorted(steps)][:MAX_ROWS],
+            "largest_fit": max(fits) if fits else None,
+            "smallest_failure": smallest,
+            "failure": max(failed[smallest], key=failed[smallest].get) if smallest is not None else None,
+            "largest_billed": int(billed.max) if (billed := _hist(r, "long_document", "probe_billed")).count else None,
+        }
+    return out or None
+
+
+def _compliance(r: ScenarioResults) -> dict[str, Any] | None:
+    schema = {k[0]: v for k, v in _select(r, "compliance", "schema").items()}
+    compare = {k[0]: v for k, v in _select(r, "compliance", "compare").items()}
+    audit = _select(r, "compliance", "audit")
+    if not (schema or compare or audit):
+        return None
+    valid, invalid = schema.get("valid", 0), schema.get("invalid", 0)
+    matched, differed = compare.get("matched", 0), compare.get("differed", 0)
+    return {
+        "checked": valid + invalid,
+        "schema_valid": valid,
+        "schema_invalid": invalid,
+        "schema_valid_share": _share(valid, valid + invalid),
+        "repeat_pairs": matched + differed,
+        "deterministic": matched,
+        "nondeterministic": differed,
+        "deterministic_share": _share(matched, matched + differed),
+        "audit_files": [{"path": SEP.join(k), "lines": n} for k, n in sorted(audit.items())],
+    }
+
+
+def _open_loop(r: ScenarioResults, duration_s: float | None) -> dict[str, Any] | None:
+    head = key("open_loop", "target") + SEP
+    targets = {k[len(head) :]: v for k, v in r.gauges.items() if k.startswith(head)}
+    if not targets:
+        return None
+    sent = r.counts.get(key("open_loop", "sent"), 0)
+    return {
+        "target_rps": round(sum(float(v) for v in targets.values()), 3),
+        "process": r.gauges.get(key("open_loop", "process")),
+        "workers": len(targets),
+        "sent": sent,
+        "achieved_rps": round(sent / duration_s, 3) if duration_s else None,
+    }
+
+
+def parse_slo_overrides(spec: str) -> dict[str, dict[str, float]]:
+    """`support_chat.ttft_p95_ms=300,compliance.schema_valid_share=0.95` -> {scenario: {metric: limit}}."""
+    out: dict[str, dict[str, float]] = {}
+    for item in filter(None, (p.strip() for p in (spec or "").split(","))):
+        name, sep, value = item.partition("=")
+        scenario, dot, metric = name.strip().partition(".")
+        if not sep or not dot:
+            raise ValueError(f"--scenario-slo item {item!r} is not scenario.metric=limit")
+        out.setdefault(scenario, {})[metric] = float(value)
+    return out
+
+
+def _slo_value(metric: str, row: dict[str, Any], scenario: dict[str, Any] | None) -> float | None:
+    if metric.endswith("_share"):
+        return (scenario or {}).get(metric)
+    if metric == "error_rate":
+        return row.get("error_rate")
+    name, _, rest = metric.partition("_")
+    q = rest.removesuffix("_ms")
+    return ((row.get("latency_ms") or {}).get(name) or {}).get(q)
+
+
+def slo_verdicts(
+    summary: dict[str, Any], scenarios: dict[str, Any], defaults: dict[str, dict[str, float]], overrides: str = ""
+) -> list[dict[str, Any]]:
+    """Each scenario's SLOs (defaults < overrides; a metric ending in `_share` is a minimum, any other a maximum)
+    against its rows: one verdict per row and metric."""
+    limits = {s: dict(m) for s, m in defaults.items()}
+    for s, m in parse_slo_overrides(overrides).items():
+        limits.setdefault(s, {}).update(m)
+    out = []
+    for row in summary.get("rows") or []:
+        for metric, limit in (limits.get(row.get("scenario")) or {}).items():
+            value = _slo_value(metric, row, scenarios.get(row.get("scenario")))
+            minimum = metric.endswith("_share")
+            ok = None if value is None else (value >= limit if minimum else value <= limit)
+            out.append(
+                {
+                    "scenario": row.get("scenario"),
+                    "endpoint": row.get("endpoint"),
+                    "metric": metric,
+                    "limit": limit,
+                    "kind": "min" if minimum else "max",
+                    "value": value,
+                    "pass": ok,
+                }
+            )
+    return out
+
+
+def scenario_summary(
+    r: ScenarioResults, summary: dict[str, Any], slo_defaults: dict[str, dict[str, float]], overrides: str = ""
+) -> dict[str, Any] | None:
+    """The scenario part of the end-of-run summary (None when no scenario recorded anything)."""
+    parts = {
+        "support_chat": _support_chat(r),
+        "long_document": _long_document(r),
+        "compliance": _compliance(r),
+        "open_loop": _open_loop(r, summary.get("duration_s")),
+    }
+    out: dict[str, Any] = {k: v for k, v in parts.items() if v is not None}
+    try:
+        slo = slo_verdicts(summary, out, slo_defaults, overrides)
+    except ValueError as exc:
+        slo, out["slo_error"] = [], str(exc)
+    if slo:
+        out["slo"] = slo
+    return out or None
+
+
+def _n(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if v and abs(v) < 1:
+            return f"{v:.3g}"
+        return f"{v:.1f}" if abs(v) < 100 else f"{v:,.0f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def render_scenarios(summary: dict[str, Any]) -> str:
+    """The short text block printed after the LLM table ("" when there is nothing scenario-specific)."""
+    s = summary.get("scenarios") or {}
+    if not s:
+        return ""
+    out = ["Scenario results"]
+    chat = s.get("support_chat")
+    if chat:
+        convs = chat.get("conversations") or {}
+        out.append(
+            f"support_chat: {_n(convs.get('started', 0))} conversations ({_n(convs.get('completed', 0))} completed, "
+            f"{_n(convs.get('abandoned', 0))} abandoned); prompt grows {_n(chat.get('prompt_tokens_per_turn'))} "
+            "tokens per turn"
+        )
+        for t in chat.get("turns") or []:
+            out.append(
+                f"  turn {t['turn']}: {_n(t['requests'])} requests, prompt {_n(t['prompt_tokens_mean'])} tokens, "
+                f"TTFT p50 {_n(t['ttft_p50_ms'])} p95 {_n(t['ttft_p95_ms'])} ms"
+            )
+        for st in chat.get("sweep") or []:
+            out.append(
+                f"  system prompt {_n(st['system_tokens'])} tokens: {_n(st['requests'])} requests, "
+                f"TTFT p50 {_n(st['ttft_p50_ms'])} p95 {_n(st['ttft_p95_ms'])} ms"
+            )
+    doc = s.get("long_document")
+    if doc:
+        whole = doc.get("whole")
+        if whole:
+            out.append("long_document (whole): " + ", ".join(f"{k} {_n(v)}" for k, v in whole.items()))
+        ch = doc.get("chunked")
+        if ch:
+            out.append(
+                f"long_document (chunked): {_n(ch['completed'])}/{_n(ch['documents'])} documents, "
+                f"{_n(ch['chunks'])} chunks; {_n(ch['chunk_tokens_sent'])} chunk tokens sent for "
+                f"{_n(ch['document_tokens'])} document tokens: overlap overhead {_n(ch['overlap_overhead_pct'])} %; "
+                f"all prompt tokens {_n(ch['prompt_tokens_sent'])} (+{_n(ch['prompt_overhead_pct'])} %)"
+            )
+        pr = doc.get("probe")
+        if pr:
+            fail = pr.get("smallest_failure")
+            limit = (
+                f"limit between {_n(pr.get('largest_fit'))} (fits) and {_n(fail)} ({pr.get('failure')}) prompt tokens"
+                if fail is not None
+                else f"no limit found up to {_n(pr.get('largest_fit'))} prompt tokens"
+            )
+            billed = pr.get("largest_billed")
+            billed_text = f"; the server billed at most {_n(billed)}" if billed is not None else ""
+            out.append(f"long_document (probe): {len(pr.get('steps') or [])} sizes tried; {limit}{billed_text}")
+    comp = s.get("compliance")
+    if comp:
+        valid = comp.get("schema_valid_share")
+        det = comp.get("deterministic_share")
+        out.append(
+            f"compliance: {_n(comp['checked'])} outputs checked, schema-valid "
+            f"{_n(valid * 100 if valid is not None else None)} %; deterministic "
+            f"{_n(det * 100 if det is not None else None)} % of {_n(comp['repeat_pairs'])} repeats"
+        )
+        for a in comp.get("audit_files") or []:
+            out.append(f"  audit file: {a['path']} ({_n(a['lines'])} lines)")
+    ol = s.get("open_loop")
+    if ol:
+        out.append(
+            f"open loop ({ol.get('process')}): target {_n(ol.get('target_rps'))} req/s, achieved "
+            f"{_n(ol.get('achieved_rps'))} req/s ({_n(ol.get('sent'))} sent)"
+        )
+    for v in s.get("slo") or []:
+        verdict = "PASS" if v["pass"] else ("FAIL" if v["pass"] is False else "n/a")
+        op = ">=" if v["kind"] == "min" else "<="
+        out.append(
+            f"SLO {verdict}: {v['scenario']} @ {v['endpoint']} {v['metric']} {_n(v['value'])} ({op} {_n(v['limit'])})"
+        )
+    if s.get("slo_error"):
+        out.append(f"SLO not checked: {s['slo_error']}")
+    return "\n".join(out)

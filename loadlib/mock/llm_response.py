@@ -1,0 +1,194 @@
+"""What an LLM response carries, decided before its first byte: its headers, and its stream renderer or whole body.
+
+Pure functions of the parsed request and its plan; the server decides when they run and the jobs write the bytes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from loadlib.mock.config import MockConfig
+from loadlib.mock.llm_request import LlmCall
+from loadlib.mock.plan import Plan, json_is_valid
+from loadlib.mock.render import AnthropicStream, OpenAIStream, Stream, anthropic_body, openai_body, status_error, text
+from loadlib.mock.structured import answer_text, requested_schema, token_pieces
+from loadlib.mock.truth import TruthRecord
+
+Header = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """Everything the response bytes depend on, fixed once the plan is drawn."""
+
+    call: LlmCall
+    request_id: str
+    created: int
+    text_offset: int
+    plan: Plan
+    prompt_tokens: int
+    tool: str | None
+    pieces: tuple[str, ...] | None  # the tokens of a structured (JSON) answer; None for prose
+
+
+def request_id_headers(api: str, request_id: str) -> list[Header]:
+    """The provider's own request-id header, plus the mock's (the key of `GET /mock/truth?request_id=`)."""
+    return [
+        ("request-id" if api == "anthropic" else "x-request-id", "req_" + request_id),
+        ("x-mock-request-id", request_id),
+    ]
+
+
+def structured_answer(
+    api: str, body: dict[str, Any], tool: str | None, cfg: MockConfig, out_seed: int
+) -> tuple[tuple[str, ...] | None, list[Header]]:
+    """The token pieces of a JSON answer when the request asks for one (schema, JSON mode, forced tool) and the
+    header saying whether it was drawn valid; no pieces and no header for a prose answer."""
+    schema = requested_schema(api, body, tool)
+    if schema is None:
+        return None, []
+    valid = json_is_valid(cfg, out_seed)
+    return token_pieces(answer_text(schema, out_seed, valid)), [("x-mock-json", "valid" if valid else "invalid")]
+
+
+def variant_headers(variant: int, sent_tokens: int, billed_tokens: int) -> list[Header]:
+    """Headers that flag a nondeterministic variant and a prompt billed differently from what was sent."""
+    headers = [("x-mock-variant", str(variant))] if variant else []
+    if billed_tokens != sent_tokens:
+        headers.append(("x-mock-billed-prompt-tokens", str(billed_tokens)))
+    return headers
+
+
+def planned_headers(plan: Plan, cfg: MockConfig) -> list[Header]:
+    """The plan a client can check its measurements against."""
+    mean_itl = plan.mean_itl_ms
+    return [
+        ("x-mock-planned-ttft-ms", f"{plan.ttft_ms:.3f}"),
+        ("x-mock-planned-itl-ms", f"{cfg.itl_ms if mean_itl is None else mean_itl:.3f}"),
+        ("x-mock-planned-output-tokens", str(plan.output_tokens)),
+        ("x-mock-fault", plan.fault),
+    ]
+
+
+def rate_limit_headers(api: str, retry_after_s: float) -> list[Header]:
+    """What a 429 carries: Retry-After plus OpenAI's x-ratelimit-* (and Anthropic's own names on /v1/messages)."""
+    s = f"{retry_after_s:g}"
+    headers = [
+        ("retry-after", s),
+        ("retry-after-ms", f"{retry_after_s * 1000:.0f}"),
+        ("x-ratelimit-limit-requests", "60"),
+        ("x-ratelimit-remaining-requests", "0"),
+        ("x-ratelimit-reset-requests", f"{s}s"),
+        ("x-ratelimit-limit-tokens", "150000"),
+        ("x-ratelimit-remaining-tokens", "0"),
+        ("x-ratelimit-reset-tokens", f"{s}s"),
+    ]
+    if api == "anthropic":
+        reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + retry_after_s))
+        headers += [
+            ("anthropic-ratelimit-requests-limit", "60"),
+            ("anthropic-ratelimit-requests-remaining", "0"),
+            ("anthropic-ratelimit-requests-reset", reset),
+            ("anthropic-ratelimit-tokens-limit", "150000"),
+            ("anthropic-ratelimit-tokens-remaining", "0"),
+            ("anthropic-ratelimit-tokens-reset", reset),
+        ]
+    return headers
+
+
+def status_fault(api: str, status: int, retry_after_s: float) -> tuple[list[Header], bytes]:
+    """Extra headers and body of a planned status fault (429, 500, 503)."""
+    headers = rate_limit_headers(api, retry_after_s) if status == 429 else []
+    return headers, status_error(api, status, retry_after_s)
+
+
+def record_plan(rec: TruthRecord, plan: Plan) -> None:
+    """Copy the plan into the ground truth before anything is written, so a dropped request still shows it."""
+    rec.fault = plan.fault
+    rec.tokens_per_event = plan.tokens_per_event
+    rec.planned_ttft_ms = plan.ttft_ms
+    rec.planned_itl_ms.extend(plan.itl_ms[: rec.event_cap])
+    rec.planned_end_ms = plan.end_ms
+    rec.planned_output_tokens = plan.output_tokens
+
+
+def stream_renderer(answer: Answer) -> Stream:
+    """The SSE events of a streamed answer, in the request's API dialect."""
+    call, plan = answer.call, answer.plan
+    if call.api == "anthropic":
+        return AnthropicStream(
+            answer.request_id,
+            call.model,
+            answer.text_offset,
+            plan.output_tokens,
+            plan.tokens_per_event,
+            answer.prompt_tokens,
+            answer.tool,
+            answer.pieces,
+        )
+    opts = call.body.get("stream_options")
+    include_usage = isinstance(opts, dict) and opts.get("include_usage") is True
+    return OpenAIStream(
+        answer.request_id,
+        call.model,
+        answer.created,
+        answer.text_offset,
+        plan.output_tokens,
+        plan.tokens_per_event,
+        answer.prompt_tokens,
+        include_usage,
+        call.cfg.usage,
+        answer.pieces,
+    )
+
+
+def whole_body(answer: Answer) -> tuple[int, bytes]:
+    """Non-streamed status and body. error_event becomes the provider's overloaded status; malformed a cut body."""
+    call, plan = answer.call, answer.plan
+    if plan.fault == "error_event":
+        status = 529 if call.api == "anthropic" else 503
+        return status, status_error(call.api, status)
+    if answer.pieces is not None:
+        content = "".join(answer.pieces[: plan.output_tokens])
+    else:
+        content = text(answer.text_offset, plan.output_tokens)
+    payload = _anthropic_body(answer, content) if call.api == "anthropic" else _openai_body(answer, content)
+    if plan.fault == "malformed":
+        payload = payload[: len(payload) // 2]
+    return 200, payload
+
+
+def _anthropic_body(answer: Answer, content: str) -> bytes:
+    plan, tool = answer.plan, answer.tool
+    stop = "max_tokens" if plan.finish_reason == "length" else ("tool_use" if tool else "end_turn")
+    tool_input = _tool_input(content) if answer.pieces is not None else None
+    return anthropic_body(
+        answer.request_id, answer.call.model, content, stop, tool, answer.prompt_tokens, plan.output_tokens, tool_input
+    )
+
+
+def _openai_body(answer: Answer, content: str) -> bytes:
+    plan = answer.plan
+    return openai_body(
+        answer.request_id,
+        answer.call.model,
+        answer.created,
+        content,
+        plan.finish_reason,
+        answer.prompt_tokens,
+        plan.output_tokens,
+        answer.call.cfg.usage != "none",
+    )
+
+
+def _tool_input(content: str) -> Any:
+    """A non-streamed tool_use input must be an object: a broken structured answer becomes an empty one."""
+    try:
+        value = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,108 @@
+"""Turn a StreamOutcome into the immutable RequestRecord, with the timing maths it needs (pure: no I/O, no clocks)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from loadlib.errors import ErrorClass
+from loadlib.records.pricing import PriceTable
+from loadlib.records.record import RequestRecord
+from loadlib.redact import Redactor
+from loadlib.transport.stream import StreamOutcome
+
+MAX_TEXT = 200
+_NO_SECRETS = Redactor()
+
+
+def build_record(
+    outcome: StreamOutcome,
+    *,
+    run_id: str,
+    scenario: str,
+    endpoint: str,
+    provider: str,
+    model: str,
+    worker_id: str,
+    request_id: str,
+    start_unix_ns: int,
+    prices: PriceTable,
+    prompt_tokens_est: int | None = None,
+    completion_tokens_est: int | None = None,
+    attempt: int = 1,
+    turn: int | None = None,
+    intended_send_ms: float | None = None,
+    schedule_lag_ms: float | None = None,
+    redact: Redactor | None = None,
+) -> RequestRecord:
+    """The record of one attempt. Text the server sent (messages, finish reason, ids, header values) goes through
+    `redact`; TPOT needs a successful attempt with at least two output-bearing events (a one-event reply has none)."""
+    redact = redact or _NO_SECRETS
+    result = outcome.result
+    usage = result.usage if result else None
+    prompt = usage.prompt_tokens if usage else None
+    completion = usage.completion_tokens if usage else None
+    cached = usage.cached_prompt_tokens if usage else None
+    out_tokens = completion if completion is not None else completion_tokens_est
+    in_tokens = prompt if prompt is not None else prompt_tokens_est
+    cost = None
+    if in_tokens is not None and out_tokens is not None:
+        cost = prices.cost(model, in_tokens, out_tokens, cached, cached_included=provider != "anthropic")
+    stamps = outcome.output_stamps_ms
+    status = outcome.status
+    return RequestRecord(
+        run_id=run_id,
+        scenario=scenario,
+        endpoint=endpoint,
+        provider=provider,
+        model=model,
+        worker_id=worker_id,
+        request_id=request_id,
+        server_request_id=_server_text(outcome.server_request_id or (result.response_id if result else None), redact),
+        attempt=attempt,
+        turn=turn,
+        start_unix_ns=start_unix_ns,
+        ttfb_ms=outcome.ttfb_ms,
+        first_event_ms=outcome.first_event_ms,
+        ttft_ms=outcome.ttft_ms,
+        ttfo_ms=outcome.ttfo_ms,
+        e2e_ms=outcome.e2e_ms,
+        itl_ms=gaps_ms(stamps),
+        tpot_ms=tpot_ms(outcome.e2e_ms, outcome.ttft_ms, out_tokens)
+        if status is ErrorClass.OK and len(stamps) > 1
+        else None,
+        output_events=len(stamps),
+        intended_send_ms=intended_send_ms,
+        schedule_lag_ms=schedule_lag_ms,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        prompt_tokens_est=prompt_tokens_est,
+        completion_tokens_est=completion_tokens_est,
+        cached_prompt_tokens=cached,
+        reasoning_tokens=usage.reasoning_tokens if usage else None,
+        usage_rejected="; ".join(usage.rejected) if usage and usage.rejected else None,
+        cost_usd=cost,
+        status=status,
+        http_status=outcome.http_status,
+        finish_reason=_server_text(result.finish_reason if result else None, redact),
+        error_message=redact.optional(outcome.message),
+        ratelimit=redact.mapping(outcome.headers),
+        response_bytes=outcome.response_bytes,
+    )
+
+
+def _server_text(text: str | None, redact: Redactor) -> str | None:
+    """A short string the server chose (an id, a finish reason): clipped and with secrets masked."""
+    return None if text is None else redact(text[:MAX_TEXT])
+
+
+def tpot_ms(e2e_ms: float | None, ttft_ms: float | None, output_tokens: int | None) -> float | None:
+    """(E2E - TTFT) / (output_tokens - 1), defined for output_tokens >= 2."""
+    if e2e_ms is None or ttft_ms is None or output_tokens is None or output_tokens < 2:
+        return None
+    return (e2e_ms - ttft_ms) / (output_tokens - 1)
+
+
+def gaps_ms(stamps_ms: Sequence[float]) -> tuple[float, ...]:
+    """Inter-token latencies: the gaps between consecutive output-bearing events."""
+    return tuple(b - a for a, b in itertools.pairwise(stamps_ms))

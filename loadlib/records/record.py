@@ -1,0 +1,77 @@
+"""RequestRecord: the one immutable record of a request attempt (docs/records.md).
+
+Every number the suite reports is derived from these records, so the fields follow the design's definitions exactly.
+All durations are milliseconds from the same `time.perf_counter()` clock, measured from t0 (just before the request
+is handed to the HTTP client).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loadlib.errors import ErrorClass
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    # identity
+    run_id: str
+    scenario: str
+    endpoint: str
+    provider: str
+    model: str
+    worker_id: str
+    request_id: str
+    server_request_id: str | None = None
+    attempt: int = 1
+    turn: int | None = None
+    # timing (ms from t0)
+    start_unix_ns: int = 0
+    ttfb_ms: float | None = None
+    first_event_ms: float | None = None
+    ttft_ms: float | None = None
+    ttfo_ms: float | None = None
+    e2e_ms: float | None = None
+    itl_ms: tuple[float, ...] = ()
+    tpot_ms: float | None = None
+    output_events: int = 0
+    intended_send_ms: float | None = None
+    schedule_lag_ms: float | None = None
+    # tokens
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    prompt_tokens_est: int | None = None
+    completion_tokens_est: int | None = None
+    cached_prompt_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    usage_rejected: str | None = None  # usage counts the server sent that were not sane counts (estimates used)
+    # money
+    cost_usd: float | None = None
+    # outcome
+    status: ErrorClass = ErrorClass.OK
+    http_status: int | None = None
+    finish_reason: str | None = None
+    error_message: str | None = None
+    ratelimit: dict[str, str] = field(default_factory=dict)
+    response_bytes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status is ErrorClass.OK
+
+    @property
+    def output_tokens(self) -> int | None:
+        """Completion tokens, the server's count preferred, our estimate as fallback."""
+        return self.completion_tokens if self.completion_tokens is not None else self.completion_tokens_est
+
+    @property
+    def input_tokens(self) -> int | None:
+        return self.prompt_tokens if self.prompt_tokens is not None else self.prompt_tokens_est
+
+    @property
+    def decode_tokens_per_s(self) -> float | None:
+        """output_tokens / (E2E - TTFT), docs/metrics.md, "Timing"."""
+        n = self.output_tokens
+        if n is None or self.e2e_ms is None or self.ttft_ms is None or self.e2e_ms <= self.ttft_ms:
+            return None
+        return n / ((self.e2e_ms - self.ttft_ms) / 1000.0)

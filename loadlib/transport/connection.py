@@ -1,0 +1,248 @@
+"""One keep-alive HTTP connection per (user, endpoint): send a request, read its bytes stamped with their arrival.
+
+geventhttpclient provides the connection pool (connect, TLS, keep-alive checks) and the response parser (llhttp);
+the request is sent and every byte read here, because the reader needs the socket itself: FastHttpSession's
+`iter_content(n)` waits for n bytes (a 713 ms TTFT on an 8 ms stream, ecosystem.md section 1), `stream=True` makes
+Locust time the headers, and geventhttpclient's own request call reads the head without arrival stamps and turns a
+framing error after the head into an exception that loses the HTTP status.
+
+Every wait is bounded by the caller's limit (loadlib.transport.deadline), and a reader that never has to wait (data
+arriving faster than it is parsed) still hands the hub its turn: when the hub's loop has not gone round for BUSY_S while
+this reader kept reading, it yields, so the run timer, the other users' limits and SIGTERM act promptly whatever a
+server sends. The loop's iteration counter tells whether the hub ran (it counts only polls of the loop), so readers of
+paced streams, which wait for every token, never pay for it.
+"""
+
+from __future__ import annotations
+
+import gevent
+from gevent import get_hub
+from gevent.monkey import get_original
+
+import socket
+from time import perf_counter, time
+from typing import Any
+
+from geventhttpclient import HTTPClient
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTPResponse
+
+from loadlib.config import Endpoint, Limits, Timeouts
+from loadlib.transport.deadline import WATCHDOG
+from loadlib.transport.stamps import ANCILLARY_SIZE, SO_TIMESTAMPNS, STAMPER, kernel_stamp
+
+_select = get_original("select", "select")
+BUSY_S = 0.005  # longest stretch of reading without a wait before the reader yields to the hub
+YIELD_S = 1e-6  # gevent.sleep(0) only runs other greenlets; the loop polls after 50 of those, which a flood delays
+READ_SIZE = 65536
+
+
+def _idle_socket_alive(sock: Any) -> bool:
+    """An idle keep-alive socket must not be readable (readable = FIN or stray bytes). Unlike the pool's own check,
+    this zero-timeout select does not yield to the gevent hub, so a send is never queued behind other greenlets
+    after t0 has been stamped."""
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return False
+        readable, _, _ = _select([fd], [], [], 0.0)
+        return not readable
+    except (OSError, ValueError):
+        return False
+
+
+def host_header(endpoint: Endpoint) -> str:
+    """Host as RFC 9110 wants it: the port only when it is not the scheme's default, IPv6 in brackets."""
+    host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+    default = 443 if endpoint.scheme == "https" else 80
+    return host if endpoint.port == default else f"{host}:{endpoint.port}"
+
+
+def request_bytes(method: str, path: str, host: str, headers: dict[str, str], body: bytes) -> bytes:
+    """An HTTP/1.1 request with a Content-Length body. Header names and values may not hold line breaks."""
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}", "User-Agent: loadlib", f"Content-Length: {len(body)}"]
+    for name, value in headers.items():
+        if "\r" in name or "\n" in name or "\r" in value or "\n" in value or ":" in name:
+            raise ValueError(f"header {name!r} holds a line break or colon")
+        lines.append(f"{name}: {value}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+class _NoIteration:
+    iteration = 0
+
+
+_NO_ITERATION = _NoIteration()
+
+
+class Response(HTTPResponse):
+    """geventhttpclient's response parser, fed by our reads. A framing error after the head (a bad chunk size) is
+    kept in `framing_error` instead of raised, so the status is still known; the body reader raises it."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__(method)
+        self.framing_error: HTTPParseError | None = None
+
+    def feed(self, data: bytes) -> None:
+        if self.framing_error is not None:
+            raise self.framing_error
+        try:
+            super().feed(data)
+        except HTTPParseError as exc:
+            if not self.headers_complete or self.get_code() < 200:
+                raise
+            self.framing_error = exc
+
+    def take_body(self) -> bytes:
+        """The body bytes parsed so far (chunk framing removed), emptying the buffer."""
+        data = bytes(self._body_buffer)
+        del self._body_buffer[:]
+        return data
+
+    @property
+    def buffered(self) -> bool:
+        return bool(self._body_buffer)
+
+
+class Connection:
+    """HTTP/1.1 client for one endpoint used by one user (concurrency 1: a user streams one request at a time)."""
+
+    def __init__(self, endpoint: Endpoint, timeouts: Timeouts, limits: Limits | None = None) -> None:
+        self.endpoint = endpoint
+        self.timeouts = timeouts
+        self.limits = limits or Limits()
+        self.client = HTTPClient(
+            endpoint.host,
+            port=endpoint.port,
+            ssl=endpoint.scheme == "https",
+            connection_timeout=timeouts.connect,
+            network_timeout=min(timeouts.ttft, timeouts.total),
+            concurrency=1,
+            block_size=READ_SIZE,
+        )
+        self.host = host_header(endpoint)
+        self.connects = 0
+        self.connecting = False
+        self.kernel_stamps = False
+        self.sock: Any = None
+        self.drained = True
+        loop = get_hub().loop
+        self.loop = loop if hasattr(loop, "iteration") else _NO_ITERATION  # other backends: yield every BUSY_S
+        self.seen_iteration = -1
+        self.busy_since = 0.0
+        self.clock_offset = 0.0
+        pool = self.pool = self.client._connection_pool
+        create = pool._create_socket
+
+        def counted_create() -> Any:
+            self.connecting = True
+            sock = create()
+            self.connecting = False
+            self.connects += 1
+            self.kernel_stamps = self._enable_kernel_stamps(sock)
+            sock.settimeout(None)  # limits come from the watchdog, not a Timeout per wait
+            return sock
+
+        pool._create_socket = counted_create
+        pool._is_socket_alive = _idle_socket_alive
+
+    def send(self, data: bytes, until: float) -> None:
+        """Take the kept-alive socket (or connect) and send `data`; TimeoutError past `until`."""
+        self.connecting = False
+        self.clock_offset = time() - perf_counter()  # wall clock minus perf_counter, refreshed per request
+        self.sock = self.pool.get_socket()
+        self.drained = True
+        me = WATCHDOG.arm(until)
+        try:
+            self.sock.sendall(data)
+        finally:
+            WATCHDOG.disarm(me)
+
+    def finish(self, response: Response | None) -> None:
+        """Hand the socket back: to the pool when the response ended cleanly, else closed (it cannot be reused)."""
+        sock, self.sock = self.sock, None
+        if sock is None:
+            return
+        if response is not None and not response.should_close() and response.framing_error is None:
+            self.pool.return_socket(sock)
+        else:
+            self.pool.release_socket(sock)
+
+    def recv(self, until: float, first: bool = False) -> tuple[bytes, float, float]:
+        """Bytes from the socket and when they arrived, on the perf_counter clock; TimeoutError past `until`;
+        HTTPConnectionClosed when there is no socket.
+
+        Returns (data, first byte's arrival, last byte's arrival), both upper bounds, never later than now. With
+        kernel stamps, the last is the kernel's stamp of the newest packet read; `first=True` (a read the stream's
+        first token may be in) also has the arrival thread stamp the first unread byte before later packets merge
+        into it (see loadlib.transport.stamps). Without kernel stamps (TLS, other platforms) both are the moment recv
+        returned.
+        """
+        sock = self.sock
+        if sock is None:
+            raise HTTPConnectionClosed("connection closed")
+        self._let_hub_run()
+        me = WATCHDOG.arm(until)
+        try:
+            if self.kernel_stamps:
+                data, early, stamp = self._recv_stamped(sock, first)
+            else:
+                data, early, stamp = sock.recv(READ_SIZE), None, None
+        finally:
+            WATCHDOG.disarm(me)
+        self.drained = len(data) < READ_SIZE
+        now = perf_counter()
+        last = now if stamp is None else min(stamp - self.clock_offset, now)
+        if early is not None:
+            return data, min(early - self.clock_offset, last), last
+        return data, last, last
+
+    def _let_hub_run(self) -> None:
+        """Yield when the hub's loop has not gone round for BUSY_S while this reader kept reading."""
+        iteration = self.loop.iteration
+        if iteration != self.seen_iteration:
+            self.seen_iteration = iteration
+            self.busy_since = perf_counter()
+        elif perf_counter() - self.busy_since > BUSY_S:
+            gevent.sleep(YIELD_S)  # a timer, not sleep(0): the loop must go round (fire timers, poll sockets)
+
+    def _recv_stamped(self, sock: Any, first: bool) -> tuple[bytes, float | None, float | None]:
+        """recvmsg with the kernel's stamp; with `first`, the arrival thread's stamp of the first unread byte."""
+        early = None
+        if first:  # bytes already waiting gain nothing from the thread; arm it only to wait
+            raw = sock._sock
+            try:
+                data, ancillary, _, _ = raw.recvmsg(READ_SIZE, ANCILLARY_SIZE)
+            except BlockingIOError:
+                armed = STAMPER.arm(raw)
+                try:
+                    sock._wait(sock._read_event)
+                    data, ancillary, _, _ = sock.recvmsg(READ_SIZE, ANCILLARY_SIZE)
+                finally:
+                    early = STAMPER.disarm(armed) if armed is not None else None
+        else:
+            if self.drained:  # the last read emptied the queue: wait for data instead of a read that fails
+                sock._wait(sock._read_event)
+            data, ancillary, _, _ = sock.recvmsg(READ_SIZE, ANCILLARY_SIZE)
+        return data, early, kernel_stamp(ancillary)
+
+    def preconnect(self) -> None:
+        """Open the keep-alive connection now, outside any timed request (best effort: a failure shows up, classified,
+        on the first request instead)."""
+        try:
+            sock = self.pool.get_socket()
+        except Exception:  # reported, classified, by the first request
+            return
+        self.pool.return_socket(sock)
+
+    def _enable_kernel_stamps(self, sock: Any) -> bool:
+        if SO_TIMESTAMPNS is None or self.endpoint.scheme == "https":
+            return False
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        except OSError:
+            return False
+        return True
+
+    def close(self) -> None:
+        self.finish(None)
+        self.client.close()

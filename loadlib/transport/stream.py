@@ -1,0 +1,387 @@
+"""The streamed call: send one request, read the SSE body as bytes arrive, stamp, time out, classify.
+
+Timing follows docs/metrics.md, "Timing": t0 just before the request is handed to the connection; every read is stamped
+when its bytes arrived, before any parsing, and an event carries the stamp of the read that brought its first byte.
+Parsing happens after stamping, so its cost never leaks into a latency. The body is always drained to the end of the
+HTTP message so the connection goes back to the pool (closing at `[DONE]` forces a reconnect per request).
+
+`stream_call` never raises for anything a server or network does: every outcome is classified, and an exception of
+our own making becomes `internal_error` (its type in the message) instead of a lost attempt.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+import ssl
+from array import array
+from dataclasses import dataclass, field
+from time import perf_counter
+
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
+
+from loadlib.errors import ErrorClass, MalformedEventError, OversizedError, UnsupportedAPIError
+from loadlib.logs import RateLimitedLog
+from loadlib.providers import registry
+from loadlib.providers.base import ERROR, OUTPUT, TERMINAL, VISIBLE, Adapter, HttpRequest, StreamParser, StreamResult
+from loadlib.providers.errors_body import short
+from loadlib.transport.connection import Connection, Response, request_bytes
+from loadlib.transport.deadline import Deadline, DeadlineExceeded
+from loadlib.transport.sse import SSEDecoder
+
+MAX_ERROR_BODY = 65536
+OPENING_BYTES = 512
+RATE_LIMIT_HEADERS = (
+    "retry-after",
+    "x-ratelimit-remaining-requests",
+    "x-ratelimit-remaining-tokens",
+    "x-ratelimit-reset-requests",
+    "x-ratelimit-reset-tokens",
+    "anthropic-ratelimit-requests-remaining",
+    "anthropic-ratelimit-tokens-remaining",
+)
+REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-mock-request-id")
+MAX_HEADER_VALUE = 200
+_CONNECT_ERRNOS = (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
+_UNFORESEEN = RateLimitedLog(logging.getLogger("loadlib.transport.stream"), interval_s=30.0)
+
+
+@dataclass(slots=True)
+class StreamOutcome:
+    """Raw measurements of one attempt, in ms from t0. Turned into a RequestRecord by the caller.
+
+    `fatal` names a cause that cannot heal by itself (certificate, name resolution, credentials, unknown path or
+    model): users back off, and a run whose first seconds fail only that way stops."""
+
+    status: ErrorClass = ErrorClass.OK
+    message: str | None = None
+    http_status: int | None = None
+    t0: float = 0.0
+    ttfb_ms: float | None = None
+    first_event_ms: float | None = None
+    ttft_ms: float | None = None
+    ttfo_ms: float | None = None
+    e2e_ms: float | None = None
+    output_stamps_ms: array = field(default_factory=lambda: array("d"))
+    events: int = 0
+    response_bytes: int = 0
+    result: StreamResult | None = None
+    server_request_id: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    headers_read_at: float = 0.0  # arrival of the bytes read with the headers (perf_counter), stamp of a body start
+    fatal: str | None = None
+    opening: bytearray = field(default_factory=bytearray)  # the body's first bytes while no event has come
+
+
+def stream_call(conn: Connection, adapter: Adapter, req: HttpRequest) -> StreamOutcome:
+    """Perform one attempt. Never raises for network or protocol trouble: it is classified in the outcome."""
+    out = StreamOutcome()
+    out.t0 = perf_counter()
+    deadline = Deadline(out.t0, conn.timeouts)
+    resp = None
+    try:
+        resp = _send(out, conn, req, deadline)
+        if resp is not None:
+            _read_response(out, conn, resp, adapter, deadline)
+    except Exception as exc:  # a bug of ours: counted as an attempt, never lost
+        out.status, out.message = ErrorClass.INTERNAL_ERROR, f"{type(exc).__name__}: {short(str(exc))}"
+        _UNFORESEEN.error("loadlib failed on a response (%s); please report it", out.message, exc_info=exc)
+    finally:
+        conn.finish(resp)
+    if out.e2e_ms is None:
+        out.e2e_ms = (perf_counter() - out.t0) * 1000.0
+    return out
+
+
+def _send(out: StreamOutcome, conn: Connection, req: HttpRequest, deadline: Deadline) -> Response | None:
+    """Send the request and read the response head; None (the failure classified in `out`) when that fails."""
+    data = request_bytes(req.method, req.path, conn.host, req.headers, req.body)
+    try:
+        conn.send(data, deadline.head_at)
+        resp, first, out.headers_read_at = _read_head(out, conn, req.method, deadline)
+    except (OSError, HTTPParseError, DeadlineExceeded) as exc:
+        _classify_send_failure(out, exc, conn, deadline)
+        return None
+    out.ttfb_ms = (first - out.t0) * 1000.0
+    out.http_status = status = resp.status_code
+    _keep_headers(out, resp)
+    if status in (401, 403, 404):
+        out.fatal = _http_fatal(status, conn)
+    return resp
+
+
+def _read_head(out: StreamOutcome, conn: Connection, method: str, deadline: Deadline) -> tuple[Response, float, float]:
+    """Read until the final (non-1xx) response head is parsed; returns it with the arrival of its first byte and of
+    the last head read (body bytes read with the head carry that stamp)."""
+    resp = Response(method)
+    first = None
+    while not resp.headers_complete or resp.get_code() < 200:
+        try:
+            data, start, last = conn.recv(deadline.head_at)
+        except TimeoutError:
+            raise deadline.head_exceeded() from None
+        if not data:
+            raise HTTPConnectionClosed("connection closed before the response")
+        out.response_bytes += len(data)
+        if first is None:
+            first = start
+        resp.feed(data)
+    return resp, first, last
+
+
+def _keep_headers(out: StreamOutcome, resp: Response) -> None:
+    headers = {k.lower(): v for k, v in resp.items()}
+    out.headers = {k: headers[k][:MAX_HEADER_VALUE] for k in RATE_LIMIT_HEADERS if k in headers}
+    for key in REQUEST_ID_HEADERS:
+        if key in headers:
+            out.server_request_id = headers[key][:MAX_HEADER_VALUE]
+            break
+
+
+def _http_fatal(status: int, conn: Connection) -> str:
+    url = conn.endpoint.base_url
+    if status == 404:
+        return f"HTTP 404 from {url}: no such path or model (check --host and --llm-model)"
+    key = f"${conn.endpoint.api_key_env}" if conn.endpoint.api_key_env else "no key (--llm-api-key-env none)"
+    return f"HTTP {status} from {url}: the endpoint refused the credentials (sent: {key})"
+
+
+def _classify_send_failure(out: StreamOutcome, exc: Exception, conn: Connection, deadline: Deadline) -> None:
+    name = type(exc).__name__
+    url = conn.endpoint.base_url
+    if conn.connecting:
+        _classify_connect_failure(out, exc, conn)
+    elif isinstance(exc, DeadlineExceeded):
+        out.status, out.message = exc.status, str(exc)
+    elif isinstance(exc, TimeoutError | socket.timeout):
+        exceeded = deadline.head_exceeded()
+        out.status, out.message = exceeded.status, str(exceeded)
+    elif isinstance(exc, OSError) and exc.errno in _CONNECT_ERRNOS:
+        out.status, out.message = ErrorClass.CONNECT_ERROR, f"cannot connect to {url} ({name})"
+    elif isinstance(exc, HTTPParseError) and not isinstance(exc, HTTPConnectionClosed):
+        out.status, out.message = ErrorClass.STREAM_BROKEN, f"the response is not valid HTTP ({_parse_error(exc)})"
+    else:
+        out.status, out.message = ErrorClass.CONNECT_ERROR, f"connection closed before the response ({name})"
+
+
+def _classify_connect_failure(out: StreamOutcome, exc: Exception, conn: Connection) -> None:
+    name = type(exc).__name__
+    host = conn.endpoint.host
+    if isinstance(exc, TimeoutError | socket.timeout):
+        out.status, out.message = ErrorClass.TIMEOUT_CONNECT, f"connect timed out after {conn.timeouts.connect:g} s"
+        return
+    out.status = ErrorClass.CONNECT_ERROR
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        out.fatal = out.message = (
+            f"TLS certificate verification failed for {host} ({exc.verify_message}): point SSL_CERT_FILE at the "
+            "CA bundle that signed it"
+        )
+    elif isinstance(exc, ssl.SSLError):
+        out.fatal = out.message = f"TLS handshake with {host} failed ({short(str(exc.reason or name))}): is it HTTPS?"
+    elif isinstance(exc, socket.gaierror):
+        out.fatal = out.message = f"cannot resolve the host name {host} ({short(str(exc))})"
+    else:
+        out.message = f"cannot connect to {conn.endpoint.base_url} ({name})"
+
+
+def _parse_error(exc: HTTPParseError) -> str:
+    return short(str(exc.args[0]) if exc.args else type(exc).__name__)
+
+
+def _read_response(out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline) -> None:
+    """The body, by kind: an error body, an event stream or a whole JSON body; trouble reading it is classified."""
+    content_type = str(resp.get("content-type") or "")
+    try:
+        if (out.http_status or 0) >= 300:
+            _read_error(out, conn, resp, adapter, dl)
+        elif "text/event-stream" in content_type:
+            _read_stream(out, conn, resp, adapter, dl)
+        else:
+            _read_other(out, conn, resp, adapter, dl, content_type)
+    except DeadlineExceeded as exc:
+        out.status, out.message = exc.status, str(exc)
+    except OversizedError as exc:
+        out.status, out.message = ErrorClass.OVERSIZED, str(exc)
+    except HTTPConnectionClosed as exc:
+        out.status, out.message = ErrorClass.STREAM_BROKEN, f"connection lost mid-stream ({_parse_error(exc)})"
+    except HTTPParseError as exc:
+        out.status, out.message = ErrorClass.STREAM_BROKEN, f"invalid HTTP framing mid-body ({_parse_error(exc)})"
+    except OSError as exc:
+        out.status, out.message = ErrorClass.STREAM_BROKEN, f"connection lost mid-stream ({type(exc).__name__})"
+
+
+def _body(
+    out: StreamOutcome,
+    conn: Connection,
+    resp: Response,
+    deadline: Deadline,
+    first: bool = False,
+    terminal_seen: bool = False,
+) -> tuple[bytes, float, float]:
+    """Next body bytes as they arrive (never waiting for a fixed size), with the arrival of their first and of their
+    last byte (see `Connection.recv`; `first=True` while the stream's first token is awaited); b"" at the end of the
+    HTTP message. The response's parser strips chunked framing; end of file ends a close-delimited body."""
+    while True:
+        if resp.buffered:
+            data = resp.take_body()
+            stamp, out.headers_read_at = out.headers_read_at, 0.0  # what is buffered first came with the headers
+            if stamp > out.t0:
+                return data, stamp, stamp
+            now = perf_counter()
+            return data, now, now
+        if resp.message_complete:
+            now = perf_counter()
+            return b"", now, now
+        if resp.framing_error is not None:
+            raise resp.framing_error
+        awaiting = out.ttft_ms is None
+        try:
+            data, start, stamp = conn.recv(deadline.until(perf_counter(), awaiting, terminal_seen), first)
+        except TimeoutError:
+            raise deadline.exceeded(perf_counter(), awaiting) from None
+        out.response_bytes += len(data)
+        if out.response_bytes > conn.limits.response:
+            raise OversizedError("response", conn.limits.response)
+        resp.feed(data)  # b"" (end of file) completes a close-delimited body; cut short, it raises HTTPParseError
+        if not data and not resp.message_complete:
+            raise HTTPConnectionClosed("connection closed before the end of the body")
+        if resp.buffered:
+            data = resp.take_body()
+            return data, start, stamp
+
+
+def _read_error(out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline) -> None:
+    body = bytearray()
+    while len(body) < MAX_ERROR_BODY:
+        data, _, _ = _body(out, conn, resp, dl)
+        if not data:
+            break
+        body += data
+    err = adapter.classify_error(out.http_status or 0, bytes(body[:MAX_ERROR_BODY]))
+    out.status, out.message = err.error_class, err.message
+
+
+def _read_stream(out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline) -> None:
+    parser = adapter.new_parser()
+    decoder = SSEDecoder(conn.limits.line, conn.limits.event)
+    try:
+        status, message, terminal = _stream_events(out, conn, resp, parser, decoder, dl)
+    except UnsupportedAPIError as exc:
+        out.status, out.message = ErrorClass.UNSUPPORTED_API, str(exc)
+        out.result = parser.result()
+        return
+    result = out.result = parser.result()
+    if out.e2e_ms is None:
+        out.e2e_ms = (perf_counter() - out.t0) * 1000.0
+    if status is ErrorClass.PROVIDER_ERROR:
+        message = result.error.message if result.error else "error event in the stream"
+    elif not terminal and status is ErrorClass.OK:
+        status = ErrorClass.STREAM_BROKEN
+        message = "stream ended without its terminal event" + (" (mid-event)" if decoder.pending else "")
+        if not out.events:
+            message = registry.sniff_unsupported(bytes(out.opening)) or message
+    elif status is ErrorClass.OK and not out.output_stamps_ms:
+        status, message = ErrorClass.EMPTY_RESPONSE, "the stream carried no output"
+    out.status, out.message = status, message
+
+
+def _stream_events(
+    out: StreamOutcome,
+    conn: Connection,
+    resp: Response,
+    parser: StreamParser,
+    decoder: SSEDecoder,
+    dl: Deadline,
+) -> tuple[ErrorClass, str | None, bool]:
+    """The hot loop: read, split into events, stamp the ones that carry output. Returns (status, message, whether
+    the terminal event came)."""
+    t0 = out.t0
+    ms = 1000.0
+    feed = parser.feed
+    stamps = out.output_stamps_ms
+    terminal = False
+    status = ErrorClass.OK
+    message: str | None = None
+    opening = out.opening
+    while True:
+        if terminal:
+            try:
+                data, start, now = _body(out, conn, resp, dl, terminal_seen=True)
+            except (DeadlineExceeded, HTTPParseError, OSError, OversizedError):
+                break  # terminal event seen; only the connection's reuse is lost
+        else:
+            data, start, now = _body(out, conn, resp, dl, out.ttft_ms is None)
+        if not data:
+            break
+        if not out.events and len(opening) < OPENING_BYTES:  # kept to explain a body that is not an event stream
+            opening += data[:OPENING_BYTES]
+        if start < now:  # the first byte arrived before the rest: an event starting with it carries its stamp
+            events = [*decoder.feed(data[:1], start), *decoder.feed(data[1:], now)]
+        else:
+            events = decoder.feed(data, now)
+        for stamp, event, payload in events:
+            if terminal:
+                break  # after the terminal event nothing is output: the rest is only drained
+            out.events += 1
+            if out.first_event_ms is None:
+                out.first_event_ms = (stamp - t0) * ms
+            try:
+                flags = feed(event, payload)
+            except MalformedEventError as exc:
+                if status is ErrorClass.OK:
+                    status, message = ErrorClass.MALFORMED_EVENT, short(str(exc))
+                continue
+            if not flags:
+                continue
+            if flags & OUTPUT:
+                t = (stamp - t0) * ms
+                if out.ttft_ms is None:
+                    out.ttft_ms = t
+                stamps.append(t)
+                if flags & VISIBLE and out.ttfo_ms is None:
+                    out.ttfo_ms = t
+            if flags & ERROR and status is not ErrorClass.PROVIDER_ERROR:
+                status = ErrorClass.PROVIDER_ERROR
+            if flags & TERMINAL and not terminal:
+                terminal = True
+                out.e2e_ms = (stamp - t0) * ms
+    return status, message, terminal
+
+
+def _read_other(
+    out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline, content_type: str
+) -> None:
+    """A 2xx body that is not an event stream: NDJSON is refused in one line, anything else read as one JSON body."""
+    try:
+        registry.check_content_type(content_type)
+    except UnsupportedAPIError as exc:
+        out.status, out.message = ErrorClass.UNSUPPORTED_API, str(exc)
+        return
+    _read_whole_body(out, conn, resp, adapter, dl)
+
+
+def _read_whole_body(out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline) -> None:
+    """A non-streaming JSON response: TTFT is when the whole body has arrived; one event, so no ITL and no TPOT."""
+    body = bytearray()
+    now = perf_counter()
+    while True:
+        data, _, now = _body(out, conn, resp, dl)
+        if not data:
+            break
+        body += data
+    out.e2e_ms = out.ttft_ms = out.ttfo_ms = out.first_event_ms = (now - out.t0) * 1000.0
+    try:
+        result = out.result = adapter.parse_response(bytes(body))
+    except UnsupportedAPIError as exc:
+        out.status, out.message = ErrorClass.UNSUPPORTED_API, str(exc)
+        return
+    except MalformedEventError as exc:
+        out.status, out.message = ErrorClass.MALFORMED_EVENT, short(str(exc))
+        return
+    out.events = 1
+    out.output_stamps_ms.append(out.e2e_ms)
+    if result.error is not None:
+        out.status, out.message = ErrorClass.PROVIDER_ERROR, result.error.message
+    elif not (any(result.text_by_choice.values()) or result.tool_calls or result.refusal):
+        out.status, out.message = ErrorClass.EMPTY_RESPONSE, "the response carried no output"

@@ -1,0 +1,38 @@
+"""Start-up checks as pure functions: output paths and the endpoint settings, one line each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loadlib.errors import ConfigError
+from loadlib.locust.checks import check_endpoint, check_output_path, check_run
+from tests.support.locust_env import parsed
+
+
+def test_an_output_under_a_file_or_at_a_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ConfigError, match="is a file, not a directory"):
+        check_output_path("--llm-summary", str(tmp_path / "f" / "s.json"))
+    with pytest.raises(ConfigError, match="is a directory"):
+        check_output_path("--html", str(tmp_path))
+
+
+def test_missing_parents_are_created_and_said_outside_the_current_directory(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert check_output_path("--llm-summary", "results/s.json") is None and (tmp_path / "results").is_dir()
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere" / "r-{worker}.jsonl"
+    note = check_output_path("--llm-records", str(elsewhere), worker="w1")
+    assert note is not None and "outside the current directory" in note and elsewhere.parent.is_dir()
+    elsewhere.parent.rmdir()
+
+
+def test_endpoint_checks_name_the_problem() -> None:
+    with pytest.raises(ConfigError, match="unknown provider 'gemini'"):
+        check_endpoint(parsed("--llm-provider", "gemini"), "")
+    with pytest.raises(ConfigError, match="no_such"):
+        check_endpoint(parsed("--llm-mock", "no_such=1"), "")
+    with pytest.raises(ConfigError, match="--arrival-rate"):
+        check_endpoint(parsed("--arrival-rate", "-2"), "http://127.0.0.1:9/v1")
+    assert check_run(parsed(), "http://127.0.0.1:9/v1") == []
