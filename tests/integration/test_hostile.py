@@ -21,16 +21,16 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from loadlib.attempt import build_record
 from loadlib.config import Limits, Timeouts, make_endpoint
-from loadlib.connection import Connection
 from loadlib.errors import ErrorClass
 from loadlib.mock.hostile import BEHAVIOURS
-from loadlib.pricing import PriceTable
 from loadlib.providers.base import ChatRequest
 from loadlib.providers.fields import MAX_COUNT
 from loadlib.providers.registry import get_adapter
-from loadlib.stream import StreamOutcome, stream_call
+from loadlib.records.build import build_record
+from loadlib.records.pricing import PriceTable
+from loadlib.transport.connection import Connection
+from loadlib.transport.stream import StreamOutcome, stream_call
 from tests.integration.hostile_runs import Hostile, LiveRun, records
 from tests.integration.locust_runs import ROOT, env, headless, locust_cmd
 
