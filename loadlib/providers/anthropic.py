@@ -115,7 +115,7 @@ class AnthropicParser:
         if handler is not None:
             return handler(self, obj)
         foreign = errors_body.foreign_api(obj)
-        if foreign:
+        if foreign and foreign is not errors_body.ANTHROPIC_MESSAGES:  # our own shape in the wrong place is tolerated
             raise UnsupportedAPIError(foreign)
         if not etype:
             raise MalformedEventError("messages event without a type")
@@ -172,7 +172,7 @@ class AnthropicParser:
 
     def _block_start(self, obj: dict[str, Any]) -> int:
         block = fields.mapping(obj.get("content_block"), "content_block_start.content_block") or {}
-        kind = block.get("type")
+        kind = fields.text(block.get("type"), "content_block_start.content_block.type")
         if kind in _TOOL_BLOCKS:
             index = fields.index(obj.get("index"), "content_block_start.index")
             self._tools[index] = _Tool(fields.identifier(block.get("id")), fields.identifier(block.get("name")))
@@ -290,13 +290,15 @@ class AnthropicAdapter:
             raise MalformedEventError("messages body is not a JSON object")
         if obj.get("type") == "error":
             return StreamResult(error=errors_body.stream_error(obj), terminal=True)
-        if obj.get("type") != "message" or not isinstance(obj.get("content"), list):
+        if obj.get("type") == "message" and type(obj.get("content")) is not list:
+            raise fields.wrong("content", obj.get("content"), "array")
+        if obj.get("type") != "message":
             raise UnsupportedAPIError(errors_body.foreign_api(obj) or "response body is not an Anthropic message")
         text: list[str] = []
         reasoning: list[str] = []
         tools: list[ToolCall] = []
         for index, block in enumerate(obj["content"]):
-            kind = block.get("type") if isinstance(block, dict) else None
+            kind = fields.text(block.get("type"), "content[].type") if isinstance(block, dict) else None
             if kind == "text":
                 text.append(fields.text(block.get("text"), "content[].text") or "")
             elif kind == "thinking":

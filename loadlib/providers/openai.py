@@ -305,9 +305,9 @@ class OpenAIChatParser:
         return call
 
     def _without_choices(self, obj: dict[str, Any]) -> int:
-        """A chunk with no `choices` key: usage-only or error chunks are fine; another API's event is refused."""
+        """A chunk with no (or null) `choices`: usage-only or error chunks are fine; another API's event is refused."""
         foreign = errors_body.foreign_api(obj)
-        if foreign:
+        if foreign and foreign is not errors_body.OPENAI_CHAT:
             raise UnsupportedAPIError(foreign)
         if obj.get("usage") or obj.get("x_groq") or obj.get("error") is not None:
             return 0
@@ -431,10 +431,15 @@ class OpenAIAdapter:
         if not isinstance(obj, dict):
             raise MalformedEventError("chat completion body is not a JSON object")
         choices = obj.get("choices")
+        if choices is not None:
+            fields.array(choices, "choices")
         if not isinstance(choices, list):
             if obj.get("error") is not None or obj.get("object") == "error":
                 return StreamResult(error=errors_body.stream_error(obj), terminal=True)
-            raise UnsupportedAPIError(errors_body.foreign_api(obj) or "response body has no 'choices'")
+            foreign = errors_body.foreign_api(obj)
+            if foreign is None or foreign is errors_body.OPENAI_CHAT:
+                raise MalformedEventError("chat completion body without 'choices'")
+            raise UnsupportedAPIError(foreign)
         result = StreamResult(terminal=True)
         for ch in choices:
             _read_choice(result, ch)
