@@ -39,6 +39,9 @@ pytestmark = pytest.mark.integration
 RSS_BOUND_MIB = 600  # peak RSS of a 2-user Locust process under a flood (a response is capped at 128 MiB)
 # how far past a limit a request may end: watchdog tick (10 ms), the other readers' turns, a busy 2-core box
 RESOLUTION_MS = 150
+# With the response cap lifted, a flooded request that ends holds hundreds of MB of output, and joining and counting
+# it runs between the other flooded request's reads: its limit may fire that much later (measured 5009-5164 ms).
+LIFTED_CAP_RESOLUTION_MS = 300
 END_MARGIN_S = 1.0  # a run ends within this of its -t
 SIGTERM_EXIT_S = 1.0
 FATAL_STOP_S = 12.0  # a run that can only fail stops within this of its start (5 s window + backoff of the last try)
@@ -132,7 +135,7 @@ def test_flood_request_ends_at_the_total_limit(hostile, live, tmp_path):
     print(f"\nflood, --llm-timeout-total 5: {len(recs)} records, e2e {low:.1f}..{high:.1f} ms, run {took:.2f} s")
     assert len(recs) >= 2
     assert {r["status"] for r in recs} == {"timeout_total"}
-    assert low >= 5000 and high <= 5000 + RESOLUTION_MS
+    assert low >= 5000 and high <= 5000 + LIFTED_CAP_RESOLUTION_MS
     assert rc in (0, 1) and "Traceback" not in run.stderr
 
 

@@ -125,9 +125,21 @@ def test_influx_outage_mid_run_loses_nothing_and_does_not_touch_timing(influx, t
     assert wall < duration + 30, f"the run took {wall:.1f}s"
 
 
+def wait_for_points(influx: InfluxServer, timeout_s: float = 30.0) -> None:
+    """Until the run has written its first request point (start-up time varies: a cold venv compiles first)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        try:
+            if influx.count(DB, "llm_request", "request_id") > 0:
+                return
+        except Exception:  # the database is created by the first write
+            pass
+        time.sleep(0.2)
+
+
 def test_outage_past_the_buffer_counts_every_drop(influx, tmp_path):
     def outage():
-        time.sleep(2)
+        wait_for_points(influx)
         influx.stop()
         time.sleep(5)
         influx.start()

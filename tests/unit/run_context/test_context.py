@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from loadlib.errors import ErrorClass
-from loadlib.locust.context import RunContext, context
 from loadlib.locust.parts import NodePart
-from tests.support.locust_env import environment
 from tests.support.records import make_record
+
+# Locust monkey-patches the process on import: imported when these tests run, not when pytest collects (tests that
+# start the mock in a thread run earlier and need real threads).
+RunContext = context = environment = None
+
+
+@pytest.fixture(autouse=True)
+def _locust() -> None:
+    global RunContext, context, environment
+    from loadlib.locust.context import RunContext, context
+    from tests.support.locust_env import environment
 
 
 def ok(i: int, ttft: float) -> Any:

@@ -3,14 +3,11 @@ loadlib, also when something of ours fails after the stream."""
 
 from __future__ import annotations
 
-from locust import task
-
 from typing import Any
 
+import pytest
+
 from loadlib.errors import ErrorClass
-from loadlib.locust import LLMUser
-from loadlib.locust.context import context
-from tests.support.locust_env import HOST, environment
 from tests.support.wire import chunked, http_head, serving
 
 EVENTS = [
@@ -20,26 +17,35 @@ EVENTS = [
 ]
 
 
-class Chat(LLMUser):
-    host = HOST
+@pytest.fixture
+def user_with() -> Any:
+    """Locust monkey-patches the process on import: imported when these tests run, not when pytest collects."""
+    from locust import task
 
-    @task
-    def ask(self) -> None:
-        self.chat([{"role": "user", "content": "hi"}])
+    from loadlib.locust import LLMUser
+    from loadlib.locust.context import context
+    from tests.support.locust_env import HOST, environment
+
+    class Chat(LLMUser):
+        host = HOST
+
+        @task
+        def ask(self) -> None:
+            self.chat([{"role": "user", "content": "hi"}])
+
+    def make(pieces: list[bytes]) -> tuple[Any, list[dict[str, Any]]]:
+        env = environment(user_classes=[Chat])
+        context(env).start()
+        seen: list[dict[str, Any]] = []
+        env.events.request.add_listener(lambda **kw: seen.append(kw))
+        user = Chat(env)
+        user._connections[user.settings.endpoint.name] = serving(pieces)
+        return user, seen
+
+    return make
 
 
-def user_with(pieces: list[bytes]) -> tuple[Chat, list[dict[str, Any]]]:
-    env = environment(user_classes=[Chat])
-    context(env).start()
-    seen: list[dict[str, Any]] = []
-    env.events.request.add_listener(lambda **kw: seen.append(kw))
-    user = Chat(env)
-    endpoint = user.settings.endpoint
-    user._connections[endpoint.name] = serving(pieces)
-    return user, seen
-
-
-def test_a_request_is_one_record_for_locust_and_for_loadlib() -> None:
+def test_a_request_is_one_record_for_locust_and_for_loadlib(user_with: Any) -> None:
     user, seen = user_with([http_head(transfer_encoding="chunked"), *chunked(*EVENTS)])
     reply = user.chat([{"role": "user", "content": "hi"}])
     assert reply.ok and reply.text == "ab" and reply.record.completion_tokens == 2
@@ -47,7 +53,7 @@ def test_a_request_is_one_record_for_locust_and_for_loadlib() -> None:
     assert user.context.stats.stats.total.requests == 1
 
 
-def test_a_bug_after_the_stream_is_a_counted_internal_error(monkeypatch) -> None:
+def test_a_bug_after_the_stream_is_a_counted_internal_error(monkeypatch, user_with: Any) -> None:
     import loadlib.locust.user as module
 
     def broken(*args: Any, **kwargs: Any) -> Any:
