@@ -9,6 +9,7 @@ import gevent
 from gevent import get_hub
 from locust.runners import WorkerRunner
 
+import argparse
 import gc
 import logging
 import os
@@ -20,7 +21,7 @@ from typing import Any
 
 from loadlib import options
 from loadlib.errors import LoadlibError
-from loadlib.locust.checks import check_outputs, check_run
+from loadlib.locust.checks import check_output_path, check_outputs, check_run
 from loadlib.locust.context import RunContext, context
 from loadlib.locust.embedded_mock import start_embedded_mock
 from loadlib.outputs.summary import force_exit_code, write_summary
@@ -38,11 +39,31 @@ def install(events: Any) -> None:
     if events in _INSTALLED:
         return
     _INSTALLED.add(events)
-    events.init_command_line_parser.add_listener(lambda parser, **_: options.add_arguments(parser))
+    events.init_command_line_parser.add_listener(on_parser)
     events.init.add_listener(on_init)
     events.test_start.add_listener(lambda environment, **_: on_test_start(context(environment)))
     events.test_stop.add_listener(lambda environment, **_: context(environment).stop())
     events.quitting.add_listener(lambda environment, **_: context(environment).sinks.close())
+
+
+def on_parser(parser: Any, **_: Any) -> None:
+    """loadlib's options, and a check of Locust's --csv prefix as it is parsed: Locust creates that directory
+    before any other event, so a bad prefix would otherwise end in Locust's traceback."""
+    options.add_arguments(parser)
+    csv = parser._option_string_actions.get("--csv")
+    if csv is not None:
+        csv.type = checked_csv_prefix
+
+
+def checked_csv_prefix(prefix: str) -> str:
+    """argparse type of --csv: the prefix, or one line of error (argparse exits 2 with it)."""
+    try:
+        check_output_path("--csv", f"{prefix}_stats.csv")
+    except LoadlibError as exc:
+        raise argparse.ArgumentTypeError(
+            str(exc).removeprefix("--csv ").replace(f"{prefix}_stats.csv", prefix)
+        ) from None
+    return prefix
 
 
 def on_init(environment: Any, **_: Any) -> None:

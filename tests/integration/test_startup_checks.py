@@ -62,6 +62,14 @@ def test_a_mistake_is_one_line_and_exit_2_before_the_mock_starts(args: list[str]
     assert words in refused(*args)
 
 
+def test_a_bad_csv_prefix_is_one_line_and_exit_2_before_anything_runs() -> None:
+    cmd = locust_cmd(*headless(1, 5), "--csv", "README.md/stats")
+    proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "argument --csv: README.md/stats: " in proc.stderr and "is a file, not a directory" in proc.stderr
+    assert MOCK_BANNER not in proc.stdout
+
+
 def test_an_unwritable_audit_file_stops_a_compliance_run_before_any_request(mock) -> None:
     before = requests_seen(mock)
     line = refused(
@@ -98,7 +106,10 @@ def test_a_summary_that_cannot_be_written_at_the_end_keeps_the_table_and_fails_t
         *headless(1, 3), "--host", mock.url + "/v1", "--llm-api-key-env", "none", "--llm-summary", str(out / "s.json")
     )
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    end = time.monotonic() + 30
+    while not out.is_dir() and time.monotonic() < end:  # created by the start-up check
+        time.sleep(0.1)
+    time.sleep(0.5)
     shutil.rmtree(out)
     out.write_text("now a file")  # the summary's directory is gone by the end of the run
     stdout, stderr = proc.communicate(timeout=60)

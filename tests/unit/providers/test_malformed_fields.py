@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from loadlib.errors import ErrorClass, MalformedEventError, UnsupportedAPIError
+from loadlib.errors import ErrorClass, MalformedEventError
 from loadlib.outputs.records import record_line
 from loadlib.providers.anthropic import AnthropicAdapter
 from loadlib.providers.base import StreamResult
