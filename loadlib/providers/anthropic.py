@@ -293,7 +293,10 @@ class AnthropicAdapter:
         if obj.get("type") == "message" and type(obj.get("content")) is not list:
             raise fields.wrong("content", obj.get("content"), "array")
         if obj.get("type") != "message":
-            raise UnsupportedAPIError(errors_body.foreign_api(obj) or "response body is not an Anthropic message")
+            foreign = errors_body.foreign_api(obj)
+            if foreign is None or foreign is errors_body.ANTHROPIC_MESSAGES:  # one of our stream's events as a body
+                raise MalformedEventError(f"messages body of type {str(obj.get('type'))[:40]!r}, not 'message'")
+            raise UnsupportedAPIError(foreign)
         text: list[str] = []
         reasoning: list[str] = []
         tools: list[ToolCall] = []

@@ -16,8 +16,9 @@ from typing import Any
 import orjson
 import pytest
 
-from loadlib.errors import ErrorClass, MalformedEventError
+from loadlib.errors import ErrorClass, MalformedEventError, UnsupportedAPIError
 from loadlib.outputs.records import record_line
+from loadlib.providers import errors_body
 from loadlib.providers.anthropic import AnthropicAdapter
 from loadlib.providers.base import StreamResult
 from loadlib.providers.openai import OpenAIAdapter
@@ -422,3 +423,17 @@ def test_anthropic_message_object_as_a_stream_event() -> None:
     with suppress(MalformedEventError):
         parser.feed(b"message", b'{"type": "message", "content": [{"type": "text", "text": "hi"}]}')
     parser.result()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'{"type": "message_start"}', b'{"type": "content_block_delta", "delta": {}}', b'{"type": "message_stop"}'],
+    ids=["message_start", "content_block_delta", "message_stop"],
+)
+def test_anthropic_body_that_is_one_stream_event(body: bytes) -> None:
+    try:
+        ANTHROPIC.parse_response(body)
+    except UnsupportedAPIError as exc:
+        assert str(exc) != errors_body.ANTHROPIC_MESSAGES, str(exc)
+    except MalformedEventError:
+        pass
