@@ -46,6 +46,7 @@ from loadlib.records.build import build_record
 from loadlib.records.pricing import PriceTable
 from loadlib.records.record import RequestRecord
 from loadlib.transport.stream import MAX_ERROR_BODY, StreamOutcome
+from tests.support.records import IDENTITY
 from tests.support.wire import call, http_head
 
 from . import strategies as fz
@@ -170,14 +171,7 @@ def check_record(provider: str, outcome: StreamOutcome) -> RequestRecord:
     """A record builds from the outcome, its money and TPOT are sane, and it serialises with orjson."""
     record = build_record(
         outcome,
-        run_id="fuzz",
-        scenario="fuzz",
-        endpoint="fuzz",
-        provider=provider,
-        model=MODELS[provider],
-        worker_id="w0",
-        request_id="w0-1",
-        start_unix_ns=1_700_000_000_000_000_000,
+        **{**IDENTITY, "provider": provider, "model": MODELS[provider]},
         prices=PRICES,
         prompt_tokens_est=100,
         completion_tokens_est=20,

@@ -26,6 +26,7 @@ from loadlib.records.build import build_record
 from loadlib.records.pricing import PriceTable
 from loadlib.records.record import RequestRecord
 from loadlib.transport.stream import StreamOutcome
+from tests.support.records import IDENTITY
 from tests.support.wire import call, chunked, http_head
 
 OPENAI = OpenAIAdapter()
@@ -97,14 +98,7 @@ def record_of(outcome: StreamOutcome, provider: str, **estimates: int) -> Reques
     """The priced record of an outcome, which must serialise."""
     record = build_record(
         outcome,
-        run_id="r",
-        scenario="s",
-        endpoint="e",
-        provider=provider,
-        model=MODELS[provider],
-        worker_id="w",
-        request_id="w-1",
-        start_unix_ns=1,
+        **{**IDENTITY, "provider": provider, "model": MODELS[provider]},
         prices=PRICES,
         **estimates,
     )
