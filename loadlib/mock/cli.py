@@ -43,7 +43,8 @@ EPILOG = """\
 Per-request overrides, same keys: header `x-mock: ttft_ms=5,fault=drop` or model name `gpt-4o::ttft_ms=5,fault=drop`.
 A model name ending in -<N>k (mock-8k, gpt-4-32k) has a context limit of N*1024 tokens unless overridden.
 Endpoints: POST /v1/chat/completions, POST /v1/messages, GET /health, GET /mock/stats,
-GET /mock/truth[?request_id=ID|limit=N], POST /mock/reset, GET|POST /mock/config.
+GET /mock/truth[?request_id=ID|limit=N], POST /mock/reset, GET|POST /mock/config,
+GET|POST /mock/fault (a fault for a window, then back by itself: docs/mock.md).
 """
 
 

@@ -5,6 +5,7 @@ Pure functions of the parsed request and its plan; the server decides when they 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -75,10 +76,11 @@ def planned_headers(plan: Plan, cfg: MockConfig) -> list[Header]:
 
 
 def rate_limit_headers(api: str, retry_after_s: float) -> list[Header]:
-    """What a 429 carries: Retry-After plus OpenAI's x-ratelimit-* (and Anthropic's own names on /v1/messages)."""
+    """What a 429 carries: Retry-After (whole seconds, rounded up, as HTTP defines it) and retry-after-ms (the exact
+    wait, which OpenAI's SDKs prefer), plus OpenAI's x-ratelimit-* (and Anthropic's own names on /v1/messages)."""
     s = f"{retry_after_s:g}"
     headers = [
-        ("retry-after", s),
+        ("retry-after", str(math.ceil(retry_after_s))),
         ("retry-after-ms", f"{retry_after_s * 1000:.0f}"),
         ("x-ratelimit-limit-requests", "60"),
         ("x-ratelimit-remaining-requests", "0"),

@@ -8,8 +8,10 @@ a ground-truth record before its first byte goes out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
+import sys
 import time
 import traceback
 from collections import deque
@@ -20,6 +22,7 @@ import orjson
 
 from loadlib.mock.config import MockConfig, MockConfigError, parse_overrides
 from loadlib.mock.connection import Connection
+from loadlib.mock.faults import FaultError, FaultState, parse_fault
 from loadlib.mock.httpwire import RequestHead, response_head
 from loadlib.mock.jobs import BodyJob, StreamJob
 from loadlib.mock.llm_request import LlmCall, api_for, forced_tool, parse_call
@@ -80,6 +83,10 @@ class MockServer:
         self._seq = 0
         self._pending: deque[tuple[Connection, RequestHead, float]] = deque()
         self._draining = False
+        self.faults = FaultState(random.Random(seed ^ 0xFA17))  # own dice: a fault's rate keeps the plan's sequence
+        self._fault_timer: asyncio.TimerHandle | None = None
+        self._reopen_task: asyncio.Task[None] | None = None
+        self._closed = False
         self._boot = f"{(os.getpid() * 7919 + int(time.time())) & 0xFFFFFF:06x}"
 
     @property
@@ -92,18 +99,33 @@ class MockServer:
         self.loop = asyncio.get_running_loop()
         self.loop_time = self.loop.time
         self.scheduler = Scheduler(self.loop)
+        await self._listen()
+
+    async def _listen(self) -> None:
         self._server = await self.loop.create_server(self._new_connection, self.host, self.port, backlog=4096)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
-        if self._server is None:
-            return
-        self._server.close()
+        self._closed = True
+        if self._fault_timer is not None:
+            self._fault_timer.cancel()
+        if self._reopen_task is not None:
+            self._reopen_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reopen_task
+        server = self._stop_listening(None)
+        if server is not None:
+            await server.wait_closed()
+
+    def _stop_listening(self, keep: Connection | None) -> asyncio.base_events.Server | None:
+        """Close the listener and cut every connection but `keep` (which closes itself after its answer)."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
         for conn in list(self._conns):
-            if conn.transport is not None:
+            if conn is not keep and conn.transport is not None:
                 conn.transport.abort()
-        await self._server.wait_closed()
-        self._server = None
+        return server
 
     # connections
     def _new_connection(self) -> Connection:
@@ -164,10 +186,12 @@ class MockServer:
             conn.respond(200, [JSON], b'{"reset":true}')
         elif route in (("GET", "/mock/config"), ("POST", "/mock/config")):
             self._config(conn, req)
+        elif route in (("GET", "/mock/fault"), ("POST", "/mock/fault")):
+            self._fault(conn, req)
         elif route == ("GET", "/v1/models"):
             model = {"id": "mock-llm", "object": "model", "created": 0, "owned_by": "loadlib"}
             conn.respond(200, [JSON], orjson.dumps({"object": "list", "data": [model]}))
-        elif req.path in ("/health", "/mock/stats", "/mock/truth", "/mock/reset", "/mock/config"):
+        elif req.path in ("/health", "/mock/stats", "/mock/truth", "/mock/reset", "/mock/config", "/mock/fault"):
             conn.respond(405, [JSON], bad_request("openai", f"{req.method} not allowed on {req.path}"))
         else:
             conn.respond(404, [JSON], bad_request("openai", f"no route {req.method} {req.path}"))
@@ -213,6 +237,57 @@ class MockServer:
                 return
         conn.respond(200, [JSON], orjson.dumps(self.config_dict()))
 
+    # faults on a timer (loadlib/mock/faults.py)
+    def _fault(self, conn: Connection, req: RequestHead) -> None:
+        """GET shows the running fault; POST starts one for `for_s` seconds (or ends it: kind none)."""
+        if req.method == "POST":
+            try:
+                spec = parse_fault(req.body)
+            except FaultError as exc:
+                conn.respond(400, [JSON], bad_request("openai", str(exc)))
+                return
+            if self._fault_timer is not None:
+                self._fault_timer.cancel()
+                self._fault_timer = None
+            if spec is None:
+                self.faults.end()
+            else:
+                self.faults.start(spec)
+                self._fault_timer = self.loop.call_later(spec.for_s, self._fault_over)
+        body = orjson.dumps(self.faults.describe(self.config))
+        refusing = self.faults.refusing
+        conn.respond(200, [JSON], body, keep_alive=not refusing)
+        self._sync_listener(conn)
+
+    def _fault_over(self) -> None:
+        """The window's end: revert by itself, so a drill ends even if its driver has died."""
+        self._fault_timer = None
+        self.faults.end()
+        self._sync_listener(None)
+
+    def _sync_listener(self, keep: Connection | None) -> None:
+        """Listener closed (connections cut) while `refuse` runs; reopened on the same port otherwise."""
+        if self.faults.refusing:
+            self._stop_listening(keep)
+        elif self._server is None and self._reopen_task is None and not self._closed:
+            self._reopen_task = self.loop.create_task(self._reopen())
+
+    async def _reopen(self) -> None:
+        """Listen again on the same port; retried while something else holds it (said once on stderr)."""
+        said = False
+        while not self._closed:
+            try:
+                await self._listen()
+                break
+            except OSError as exc:
+                if not said:
+                    print(f"loadlib mock: cannot listen again on port {self.port}: {exc}; retrying", file=sys.stderr)
+                    said = True
+                await asyncio.sleep(0.5)
+        self._reopen_task = None
+        if self.faults.refusing:  # a new refuse began while the listener came back
+            self._stop_listening(None)
+
     # LLM endpoints
     def _new_record(self, conn: Connection, req: RequestHead, api: str) -> TruthRecord:
         """A fresh id (boot prefix + sequence) and its ground-truth record, kept even if the request is rejected."""
@@ -227,7 +302,7 @@ class MockServer:
         rec = self._new_record(conn, req, api)
         id_headers = request_id_headers(api, rec.request_id)
         try:
-            call = parse_call(api, req.body, self.config, req.headers.get("x-mock"))
+            call = parse_call(api, req.body, self.faults.config_for(self.config), req.headers.get("x-mock"))
         except (ValueError, TypeError, MockConfigError) as exc:
             self._reject(conn, rec, id_headers, 400, bad_request(api, str(exc)), t0)
             return
