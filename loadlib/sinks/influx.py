@@ -17,19 +17,30 @@ import gevent.event
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from loadlib.records.record import RequestRecord
 from loadlib.sinks.buffer import DropOldestBuffer
-from loadlib.sinks.lineproto import event_line, request_line, worker_line
+from loadlib.sinks.lineproto import (
+    breaker_line,
+    drill_line,
+    event_line,
+    request_line,
+    user_request_line,
+    worker_line,
+)
 from loadlib.sinks.transports import Transport, WriteError
 
 log = logging.getLogger("loadlib.sinks")
 
+# The first item of a queued tuple says which point it becomes (a RequestRecord is queued as itself).
 _WORKER = 0
 _EVENT = 1
+_BREAKER = 2
+_USER_REQUEST = 3
+_DRILL = 4
 ERROR_LOG_INTERVAL_S = 30.0
 
 
@@ -120,9 +131,59 @@ class InfluxSink:
             (_WORKER, ts_ns or time.time_ns(), users, cpu_percent, loop_lag_ms, self._buffered(), self._dropped())
         )
 
-    def submit_event(self, kind: str, endpoint: str = "", message: str = "", ts_ns: int | None = None) -> None:
-        """Queue an `llm_event` point (test_start/stop, circuit changes, failover...)."""
-        self._push((_EVENT, kind, endpoint, message, ts_ns or time.time_ns()))
+    def submit_event(
+        self, kind: str, endpoint: str = "", message: str = "", ts_ns: int | None = None, worker: str = ""
+    ) -> None:
+        """Queue an `llm_event` point (test_start/stop, circuit changes, failover, hedge, drill_start/stop...).
+
+        `worker` is the node that saw the event (a worker id, "master" or "local"); empty writes no `worker` tag.
+        """
+        self._push((_EVENT, kind, endpoint, message, ts_ns or time.time_ns(), worker))
+
+    def submit_breaker(self, endpoint: str, state: int, ts_ns: int | None = None) -> None:
+        """Queue an `llm_breaker` point: this node's circuit state for `endpoint` (0 closed, 1 half open, 2 open)."""
+        self._push((_BREAKER, endpoint, state, ts_ns or time.time_ns()))
+
+    def submit_user_request(
+        self,
+        scenario: str,
+        endpoint: str | None,
+        preferred: str,
+        status: str,
+        e2e_ms: float | None,
+        ttft_ms: float | None,
+        attempts: int,
+        failed_over: bool,
+        ts_ns: int | None = None,
+    ) -> None:
+        """Queue an `llm_user_request` point: one user-visible request, stamped with its first attempt's start.
+
+        `endpoint` answered (None or "" when none did; written as "none"), `preferred` was the policy's first
+        choice, `status` is the final ErrorClass, `failed_over` is UserRequest.failed_over (written as 0/1).
+        """
+        self._push(
+            (
+                _USER_REQUEST,
+                scenario,
+                endpoint,
+                preferred,
+                status,
+                e2e_ms,
+                ttft_ms,
+                attempts,
+                failed_over,
+                ts_ns or time.time_ns(),
+            )
+        )
+
+    def submit_drill(
+        self, index: int, endpoint: str, fault: str, figures: Mapping[str, Any], ts_ns: int | None = None
+    ) -> None:
+        """Queue the `llm_drill` point of one drill once its figures are final (the master's job). `figures` has
+        `detect_s`, `failover_s`, `failback_s` (each {"p50", "max"} or None), `user_requests`, `user_errors`,
+        `user_error_rate` and `passed`; it is copied here, as the point is encoded later."""
+        snapshot = {k: dict(v) if isinstance(v, Mapping) else v for k, v in figures.items()}
+        self._push((_DRILL, index, endpoint, fault, snapshot, ts_ns or time.time_ns()))
 
     def _push(self, item: Any) -> None:
         self._submitted += 1
@@ -299,9 +360,18 @@ class InfluxSink:
         if kind is str:  # already encoded (a batch put back after a failed write)
             return item
         if kind is tuple:
-            if item[0] == _WORKER:
+            tag = item[0]
+            if tag == _WORKER:
                 return worker_line(self.run_id, self.worker, *item[1:])
-            return event_line(self.run_id, *item[1:])
+            if tag == _EVENT:
+                return event_line(self.run_id, *item[1:])
+            if tag == _BREAKER:
+                return breaker_line(self.run_id, self.worker, *item[1:])
+            if tag == _USER_REQUEST:
+                return user_request_line(self.run_id, self.worker, *item[1:])
+            if tag == _DRILL:
+                return drill_line(self.run_id, *item[1:])
+            raise ValueError(f"unknown point kind {tag!r}")
         return request_line(item, self.run_id, self.worker)
 
     def _note_error(self, exc: BaseException) -> None:

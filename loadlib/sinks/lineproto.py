@@ -1,5 +1,5 @@
-"""InfluxDB line protocol for the three measurements of docs/influxdb.md, built with f-strings (about 1 µs a
-point; influxdb-client's Point costs 12-20 µs).
+"""InfluxDB line protocol for the measurements of docs/influxdb.md, built with f-strings (about 1 µs a point;
+influxdb-client's Point costs 12-20 µs).
 
 Every field has one fixed type (InfluxDB rejects a later write whose type differs, and InfluxDB 3 also rejects a tag
 and a field sharing a name), missing values are omitted rather than written as another type, and nothing secret or
@@ -9,13 +9,17 @@ user-content-bearing is written: no prompts, no keys, no error bodies.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from loadlib.records.record import RequestRecord
 
 REQUEST = "llm_request"
 WORKER = "llm_worker"
 EVENT = "llm_event"
+BREAKER = "llm_breaker"
+USER_REQUEST = "llm_user_request"
+DRILL = "llm_drill"
 
 # The fixed schema: measurement -> (tag keys, {field key: type}). Types: "float", "int", "str".
 REQUEST_TAGS = ("endpoint", "model", "provider", "run_id", "scenario", "status", "worker")
@@ -53,12 +57,45 @@ WORKER_FIELDS: dict[str, str] = {
     "sink_buffered": "int",
     "sink_dropped": "int",
 }
-EVENT_TAGS = ("endpoint", "kind", "run_id")
+EVENT_TAGS = ("endpoint", "kind", "run_id", "worker")
 EVENT_FIELDS: dict[str, str] = {"message": "str"}
+EVENT_KINDS = (
+    "test_start",
+    "test_stop",
+    "circuit_open",
+    "circuit_half_open",
+    "circuit_closed",
+    "failover",
+    "failback",
+    "hedge",
+    "drill_start",
+    "drill_stop",
+)
+BREAKER_TAGS = ("endpoint", "run_id", "worker")
+BREAKER_FIELDS: dict[str, str] = {"state": "int"}
+BREAKER_CLOSED, BREAKER_HALF_OPEN, BREAKER_OPEN = 0, 1, 2  # the `state` values
+USER_REQUEST_TAGS = ("endpoint", "preferred", "run_id", "scenario", "status", "worker")
+USER_REQUEST_FIELDS: dict[str, str] = {"e2e_ms": "float", "ttft_ms": "float", "attempts": "int", "failed_over": "int"}
+NO_ENDPOINT = "none"  # the `endpoint` tag of a user request no endpoint answered
+DRILL_TAGS = ("drill", "endpoint", "fault", "run_id")
+DRILL_FIELDS: dict[str, str] = {
+    "detect_p50_s": "float",
+    "detect_max_s": "float",
+    "failover_p50_s": "float",
+    "failover_max_s": "float",
+    "failback_max_s": "float",
+    "user_requests": "int",
+    "user_errors": "int",
+    "user_error_rate": "float",
+    "passed": "int",
+}
 SCHEMA: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     REQUEST: (REQUEST_TAGS, REQUEST_FIELDS),
     WORKER: (WORKER_TAGS, WORKER_FIELDS),
     EVENT: (EVENT_TAGS, EVENT_FIELDS),
+    BREAKER: (BREAKER_TAGS, BREAKER_FIELDS),
+    USER_REQUEST: (USER_REQUEST_TAGS, USER_REQUEST_FIELDS),
+    DRILL: (DRILL_TAGS, DRILL_FIELDS),
 }
 
 MAX_STRING_FIELD = 1024  # event messages and ids are short; a runaway string must not bloat a batch
@@ -225,7 +262,81 @@ def worker_line(
     return _line(WORKER, tags, fields, ts_ns)
 
 
-def event_line(run_id: str, kind: str, endpoint: str, message: str, ts_ns: int) -> str:
-    """One `llm_event` point (test_start/stop, circuit state changes, failover, failback); annotations read these."""
-    tags = _tags((("endpoint", endpoint), ("kind", kind), ("run_id", run_id)))
+def event_line(run_id: str, kind: str, endpoint: str, message: str, ts_ns: int, worker: str = "") -> str:
+    """One `llm_event` point (one of EVENT_KINDS); annotations read these. `worker` is the node that saw it (a worker
+    id, "master" or "local"); an empty one writes no tag."""
+    tags = _tags((("endpoint", endpoint), ("kind", kind), ("run_id", run_id), ("worker", worker)))
     return _line(EVENT, tags, f"message={quote_str(message or kind)}", ts_ns)
+
+
+def breaker_line(run_id: str, worker: str, endpoint: str, state: int, ts_ns: int) -> str:
+    """One `llm_breaker` point: the circuit state of `endpoint` on node `worker` (0 closed, 1 half open, 2 open)."""
+    tags = _tags((("endpoint", endpoint), ("run_id", run_id), ("worker", worker)))
+    return _line(BREAKER, tags, f"state={int(state)}i", ts_ns)
+
+
+_user_tag_cache: dict[tuple[str, ...], str] = {}
+
+
+def user_request_line(
+    run_id: str,
+    worker: str,
+    scenario: str,
+    endpoint: str | None,
+    preferred: str,
+    status: str,
+    e2e_ms: float | None,
+    ttft_ms: float | None,
+    attempts: int,
+    failed_over: bool | int,
+    ts_ns: int | None,
+) -> str:
+    """One `llm_user_request` point: a request as its user saw it, from the first attempt's start (`ts_ns`) to the
+    final answer, over one or more attempts or a hedge. `endpoint` is the one that answered (NO_ENDPOINT when none
+    did: None or ""), `preferred` the one the policy chose first; `failed_over` is written as 0/1 so `sum()` counts
+    failovers.
+    """
+    values = (endpoint or NO_ENDPOINT, preferred, run_id, scenario, str(status), worker)
+    tags = _user_tag_cache.get(values)
+    if tags is None:
+        if len(_user_tag_cache) >= _TAG_CACHE_MAX:
+            _user_tag_cache.clear()
+        tags = _tags(zip(USER_REQUEST_TAGS, values, strict=True))
+        _user_tag_cache[values] = tags
+    out: list[str] = []
+    if e2e_ms is not None and e2e_ms - e2e_ms == 0:
+        out.append(f"e2e_ms={float(e2e_ms):.3f}")
+    if ttft_ms is not None and ttft_ms - ttft_ms == 0:
+        out.append(f"ttft_ms={float(ttft_ms):.3f}")
+    out.append(f"attempts={int(attempts)}i,failed_over={1 if failed_over else 0}i")
+    return _line(USER_REQUEST, tags, ",".join(out), ts_ns)
+
+
+def drill_line(run_id: str, index: int | str, endpoint: str, fault: str, figures: Mapping[str, Any], ts_ns: int) -> str:
+    """One `llm_drill` point with a drill's final figures, written once by the master.
+
+    `figures` has `detect_s`, `failover_s`, `failback_s` (each {"p50", "max"} in seconds, or None), `user_requests`,
+    `user_errors`, `user_error_rate` and `passed`; missing or None values are omitted, `passed` is written as 1/0.
+    `user_requests` is always written (0 when missing), so every point has a field.
+    """
+
+    def stat(key: str, which: str) -> str | None:
+        figure = figures.get(key)
+        return _f(figure.get(which)) if isinstance(figure, Mapping) else None
+
+    passed = figures.get("passed")
+    tags = _tags((("drill", str(index)), ("endpoint", endpoint), ("fault", fault), ("run_id", run_id)))
+    fields = _fields(
+        (
+            ("detect_p50_s", stat("detect_s", "p50")),
+            ("detect_max_s", stat("detect_s", "max")),
+            ("failover_p50_s", stat("failover_s", "p50")),
+            ("failover_max_s", stat("failover_s", "max")),
+            ("failback_max_s", stat("failback_s", "max")),
+            ("user_requests", _i(figures.get("user_requests") or 0)),
+            ("user_errors", _i(figures.get("user_errors"))),
+            ("user_error_rate", _f(figures.get("user_error_rate"))),
+            ("passed", None if passed is None else _i(1 if passed else 0)),
+        )
+    )
+    return _line(DRILL, tags, fields, ts_ns)

@@ -1,7 +1,8 @@
 """Every query of the Grafana dashboard (panels, variables, annotations), with Grafana's macros substituted, run
 against a real influxd holding a realistic run: each must succeed and return the series its panel expects.
 
-`render_query` and `run_dashboard_queries` are reusable by tests that first produce the data with a real Locust run.
+`render_query` and `run_dashboard_queries` are reusable by tests that first produce the data with a real Locust run;
+`FAILOVER_QUERIES` names the queries that only have data when the run used failover (breakers, drills).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 import re
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,14 @@ from influx_server import InfluxServer
 
 from loadlib.errors import ErrorClass
 from loadlib.records.record import RequestRecord
-from loadlib.sinks.lineproto import event_line, request_line, worker_line
+from loadlib.sinks.lineproto import (
+    breaker_line,
+    drill_line,
+    event_line,
+    request_line,
+    user_request_line,
+    worker_line,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -33,6 +42,64 @@ WORKERS = {"host-a_1": 5, "host-b_2": 7}  # worker -> users
 ERRORS = (ErrorClass.RATE_LIMITED, ErrorClass.HTTP_5XX, ErrorClass.TIMEOUT_TTFT)
 N_RECORDS = 600
 SECOND = 1_000_000_000
+# The synthetic failover story (seconds from the run's start): each worker's breaker for primary opens at OPEN_S
+# (+ its index), is half-open from HALF_OPEN_S and closed again at CLOSE_S; user requests preferring primary fail over
+# to backup meanwhile. Drill 0 breaks primary around it; drill 1 breaks backup later, and fails.
+OPEN_S, HALF_OPEN_S, CLOSE_S = 300, 410, 420
+
+
+@dataclass(frozen=True)
+class Drill:
+    endpoint: str
+    fault: str
+    start_s: int
+    stop_s: int
+    figures: dict[str, Any]  # as the sink's submit_drill takes them
+
+
+DRILLS = (
+    Drill(
+        "primary",
+        "http_503",
+        298,
+        405,
+        {
+            "detect_s": {"p50": 2.5, "max": 3.0},
+            "failover_s": {"p50": 2.75, "max": 3.5},
+            "failback_s": {"p50": 14.0, "max": 16.0},
+            "user_requests": 107,
+            "user_errors": 2,
+            "user_error_rate": 2 / 107,
+            "passed": True,
+        },
+    ),
+    Drill(
+        "backup",
+        "timeout",
+        480,
+        500,
+        {
+            "detect_s": {"p50": 4.0, "max": 5.0},
+            "failover_s": {"p50": 4.5, "max": 6.0},
+            "failback_s": None,
+            "user_requests": 20,
+            "user_errors": 9,
+            "user_error_rate": 0.45,
+            "passed": False,
+        },
+    ),
+)
+# Titles of the dashboard queries that only return data when the run used failover (a pool, breakers, drills), for
+# tests that run them after a real run without one.
+FAILOVER_QUERIES = (
+    "Failover events",
+    "Drills",
+    "Failover and circuit events [A]",
+    "Circuit breaker state by endpoint and worker [A]",
+    "Attempt errors vs user-visible errors [B]",
+    "Attempt errors vs user-visible errors [C]",
+    "Failover drills [A]",
+)
 
 
 def render_query(query: str, selection: dict[str, str], interval_s: int = 10) -> str:
@@ -122,36 +189,135 @@ def records(run_id: str, n: int, start_ns: int) -> list[RequestRecord]:
     return out
 
 
-def write_run(influx: InfluxServer, run_id: str, n: int) -> list[RequestRecord]:
+@dataclass
+class UserRequest:
+    scenario: str
+    endpoint: str
+    preferred: str
+    status: ErrorClass
+    attempts: int
+    failed_over: bool
+    ts_ns: int
+
+
+@dataclass
+class Event:
+    kind: str
+    endpoint: str
+    message: str
+    ts_ns: int
+    worker: str
+
+
+@dataclass
+class SyntheticRun:
+    records: list[RequestRecord]
+    user_requests: list[UserRequest] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+
+def breaker_state(endpoint: str, second: int, worker_index: int) -> int:
+    """0 closed, 1 half open, 2 open; each worker's breaker lags the previous one's by a second."""
+    s = second - worker_index
+    if endpoint != "primary" or s < OPEN_S or s >= CLOSE_S:
+        return 0
+    return 1 if s >= HALF_OPEN_S else 2
+
+
+def user_requests(n: int, start_ns: int) -> list[UserRequest]:
+    """One a second; those preferring primary while its breakers are open fail over to backup; those with
+    i % 20 in (5, 12) fail, answered by no endpoint (on every scenario and preferred endpoint, so every selection has
+    some)."""
+    out = []
+    for i in range(n):
+        preferred = "primary" if i % 2 == 0 else "backup"
+        failed = i % 20 == 12 or i % 20 == 5
+        status = ERRORS[(i // 20) % len(ERRORS)] if failed else ErrorClass.OK
+        moved = preferred == "primary" and OPEN_S <= i < CLOSE_S and not failed
+        endpoint = "none" if failed else "backup" if moved else preferred
+        attempts = 3 if failed else 2 if moved else 1
+        ts = start_ns + i * SECOND + SECOND // 2
+        out.append(UserRequest(SCENARIOS[i % 3], endpoint, preferred, status, attempts, moved, ts))
+    return out
+
+
+def failover_events(start_ns: int) -> list[Event]:
+    out = []
+    for w, worker in enumerate(WORKERS):
+        at = start_ns + w * SECOND
+        out += [
+            Event("circuit_open", "primary", "5 consecutive failures", at + OPEN_S * SECOND, worker),
+            Event("failover", "backup", "primary open, traffic to backup", at + OPEN_S * SECOND + 1, worker),
+            Event("hedge", "backup", "primary slow, hedged to backup", at + (OPEN_S - 5) * SECOND, worker),
+            Event("circuit_half_open", "primary", "probing", at + HALF_OPEN_S * SECOND, worker),
+            Event("circuit_closed", "primary", "probe succeeded", at + CLOSE_S * SECOND, worker),
+            Event("failback", "primary", "primary healthy again", at + CLOSE_S * SECOND + 1, worker),
+        ]
+    for index, d in enumerate(DRILLS):
+        out += [
+            Event("drill_start", d.endpoint, f"drill {index}: {d.fault}", start_ns + d.start_s * SECOND, "master"),
+            Event("drill_stop", d.endpoint, f"drill {index} over", start_ns + d.stop_s * SECOND, "master"),
+        ]
+    return sorted(out, key=lambda e: e.ts_ns)
+
+
+def write_run(influx: InfluxServer, run_id: str, n: int) -> SyntheticRun:
     start = time.time_ns() - 11 * 60 * SECOND
     recs = records(run_id, n, start)
     lines = [request_line(r) for r in recs]
-    for worker, users in WORKERS.items():
+    for w, (worker, users) in enumerate(WORKERS.items()):
         lines += [
             worker_line(run_id, worker, start + s * SECOND, users, 35.0 + s % 20, 0.5 + s % 4, 0, 0) for s in range(n)
         ]
-    end = start + n * SECOND
+        lines += [
+            breaker_line(run_id, worker, endpoint, breaker_state(endpoint, s, w), start + s * SECOND + w)
+            for s in range(n)
+            for endpoint in ENDPOINTS
+        ]
+    users = user_requests(n, start)
     lines += [
-        event_line(run_id, "test_start", "", f"run {run_id} started", start - SECOND),
-        event_line(run_id, "circuit_open", "primary", "5 consecutive failures", start + 300 * SECOND),
-        event_line(run_id, "failover", "backup", "primary open, traffic to backup", start + 300 * SECOND + 1),
-        event_line(run_id, "failback", "primary", "primary healthy again", start + 420 * SECOND),
-        event_line(run_id, "test_stop", "", f"run {run_id} stopped", end),
+        user_request_line(
+            run_id,
+            list(WORKERS)[i % 2],
+            u.scenario,
+            u.endpoint,
+            u.preferred,
+            u.status,
+            900.0 + i % 400 if u.status is ErrorClass.OK else 30_000.0,
+            40.0 + i % 80 if u.status is ErrorClass.OK else None,
+            u.attempts,
+            u.failed_over,
+            u.ts_ns,
+        )
+        for i, u in enumerate(users)
+    ]
+    end = start + n * SECOND
+    events = [
+        Event("test_start", "", f"run {run_id} started", start - SECOND, "master"),
+        *failover_events(start),
+        Event("test_stop", "", f"run {run_id} stopped", end, "master"),
+    ]
+    lines += [event_line(run_id, e.kind, e.endpoint, e.message, e.ts_ns, e.worker) for e in events]
+    lines += [
+        drill_line(run_id, index, d.endpoint, d.fault, d.figures, start + (d.stop_s + 20) * SECOND)  # once final
+        for index, d in enumerate(DRILLS)
     ]
     for i in range(0, len(lines), 5000):
         influx.write(DB, lines[i : i + 5000])
-    return recs
+    return SyntheticRun(recs, users, events)
 
 
 @pytest.fixture(scope="module")
-def loaded(influxd_binary: str, tmp_path_factory: pytest.TempPathFactory) -> Iterable[tuple[InfluxServer, list]]:
+def loaded(
+    influxd_binary: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterable[tuple[InfluxServer, SyntheticRun]]:
     server = InfluxServer(influxd_binary, tmp_path_factory.mktemp("influxd-dash"))
     server.start()
     try:
         server.create_database(DB)
-        recs = write_run(server, RUN, N_RECORDS)
+        run = write_run(server, RUN, N_RECORDS)
         write_run(server, OTHER_RUN, 60)  # a second run that every panel must filter out
-        yield server, recs
+        yield server, run
     finally:
         server.stop()
 
@@ -182,10 +348,12 @@ def selected(recs: list[RequestRecord], sel: dict[str, str]) -> list[RequestReco
 
 
 @pytest.mark.parametrize("selection_name", list(SELECTIONS))
-def test_every_panel_returns_the_series_it_expects(loaded: tuple[InfluxServer, list], selection_name: str) -> None:
-    influx, all_recs = loaded
+def test_every_panel_returns_the_series_it_expects(
+    loaded: tuple[InfluxServer, SyntheticRun], selection_name: str
+) -> None:
+    influx, run = loaded
     sel = SELECTIONS[selection_name]
-    recs = selected(all_recs, sel)
+    recs = selected(run.records, sel)
     results = run_dashboard_queries(influx, sel)
     for title, (query, series) in results.items():
         assert series, f"{title}: no data\n{query}"
@@ -203,8 +371,9 @@ def value_of(series: list[dict[str, Any]], column: int = 1) -> Any:
     return series[0]["values"][0][column]
 
 
-def test_stat_panels_match_the_data_exactly(loaded: tuple[InfluxServer, list]) -> None:
-    influx, recs = loaded
+def test_stat_panels_match_the_data_exactly(loaded: tuple[InfluxServer, SyntheticRun]) -> None:
+    influx, run = loaded
+    recs = run.records
     results = run_dashboard_queries(influx, SELECTIONS["everything"])
     errors = [r for r in recs if r.status is not ErrorClass.OK]
     assert value_of(results["Requests [A]"][1]) == len(recs)
@@ -216,7 +385,7 @@ def test_stat_panels_match_the_data_exactly(loaded: tuple[InfluxServer, list]) -
     assert by_status == {e.value: sum(1 for r in errors if r.status is e) for e in ERRORS}
 
 
-def test_worker_panels_cover_every_worker(loaded: tuple[InfluxServer, list]) -> None:
+def test_worker_panels_cover_every_worker(loaded: tuple[InfluxServer, SyntheticRun]) -> None:
     influx, _ = loaded
     results = run_dashboard_queries(influx, SELECTIONS["everything"])
     for title in (
@@ -229,8 +398,8 @@ def test_worker_panels_cover_every_worker(loaded: tuple[InfluxServer, list]) -> 
     assert max(users) == sum(WORKERS.values())
 
 
-def test_variables_and_annotations(loaded: tuple[InfluxServer, list]) -> None:
-    influx, _ = loaded
+def test_variables_and_annotations(loaded: tuple[InfluxServer, SyntheticRun]) -> None:
+    influx, run = loaded
     results = run_dashboard_queries(influx, SELECTIONS["everything"])
 
     def values(title: str) -> set[str]:
@@ -244,9 +413,75 @@ def test_variables_and_annotations(loaded: tuple[InfluxServer, list]) -> None:
     assert [row[start_stop["columns"].index("kind")] for row in start_stop["values"]] == ["test_start", "test_stop"]
     (failover,) = results["Failover events"][1]
     assert [row[failover["columns"].index("kind")] for row in failover["values"]] == [
-        "circuit_open",
-        "failover",
-        "failback",
+        e.kind for e in run.events if re.match(r"circuit_|fail", e.kind)
     ]
+    (drills,) = results["Drills"][1]
+    assert [row[drills["columns"].index("kind")] for row in drills["values"]] == ["drill_start", "drill_stop"] * 2
     (table,) = results["Failover and circuit events [A]"][1]
-    assert {"kind", "endpoint", "message"} <= set(table["columns"])
+    assert {"kind", "endpoint", "worker", "message"} <= set(table["columns"])
+    rows = [dict(zip(table["columns"], row, strict=True)) for row in table["values"]]
+    want = [e for e in run.events if not e.kind.startswith("test_") and e.kind != "hedge"]
+    assert [(r["kind"], r["endpoint"], r["worker"]) for r in rows] == [(e.kind, e.endpoint, e.worker) for e in want]
+    assert {r["worker"] for r in rows} == {*WORKERS, "master"}
+
+
+def column_sum(series: list[dict[str, Any]], column: int = 1) -> float:
+    return sum(v[column] or 0 for s in series for v in s["values"])
+
+
+@pytest.mark.parametrize("selection_name", list(SELECTIONS))
+def test_attempt_errors_vs_user_visible_errors(loaded: tuple[InfluxServer, SyntheticRun], selection_name: str) -> None:
+    influx, run = loaded
+    sel = SELECTIONS[selection_name]
+    results = run_dashboard_queries(influx, sel)
+    attempts = [r for r in selected(run.records, sel) if r.status is not ErrorClass.OK]
+    users = [
+        u
+        for u in run.user_requests
+        if re.fullmatch(sel["scenario"], u.scenario) and re.fullmatch(sel["endpoint"], u.preferred)
+    ]
+    assert column_sum(results["Attempt errors vs user-visible errors [A]"][1]) == len(attempts)
+    user_errors = [u for u in users if u.status is not ErrorClass.OK]
+    assert 0 < column_sum(results["Attempt errors vs user-visible errors [B]"][1]) == len(user_errors)
+    failed_over = [u for u in users if u.failed_over]
+    assert 0 < column_sum(results["Attempt errors vs user-visible errors [C]"][1]) == len(failed_over)
+
+
+def test_breaker_panel_is_a_step_line_per_endpoint_and_worker(loaded: tuple[InfluxServer, SyntheticRun]) -> None:
+    influx, _ = loaded
+    results = run_dashboard_queries(influx, SELECTIONS["everything"])
+    series = results["Circuit breaker state by endpoint and worker [A]"][1]
+    by_key = {(s["tags"]["endpoint"], s["tags"]["worker"]): [v[1] for v in s["values"]] for s in series}
+    assert set(by_key) == {(e, w) for e in ENDPOINTS for w in WORKERS}
+    for (endpoint, _), states in by_key.items():
+        assert set(states) <= {0, 1, 2}
+        assert set(states) == ({0, 1, 2} if endpoint == "primary" else {0}), endpoint
+    primary_only = run_dashboard_queries(influx, SELECTIONS["chat on primary"])
+    tags = [s["tags"] for s in primary_only["Circuit breaker state by endpoint and worker [A]"][1]]
+    assert {t["endpoint"] for t in tags} == {"primary"}
+
+
+def test_drill_table_has_the_final_figures_of_each_drill(loaded: tuple[InfluxServer, SyntheticRun]) -> None:
+    influx, _ = loaded
+    results = run_dashboard_queries(influx, SELECTIONS["everything"])
+    series = results["Failover drills [A]"][1]
+    rows = {s["tags"]["drill"]: (s["tags"], dict(zip(s["columns"], s["values"][0], strict=True))) for s in series}
+    assert set(rows) == {"0", "1"}
+    for index, drill in enumerate(DRILLS):
+        tags, row = rows[str(index)]
+        figures = drill.figures
+        assert (tags["endpoint"], tags["fault"]) == (drill.endpoint, drill.fault)
+        for column, key, stat in (
+            ("detect p50", "detect_s", "p50"),
+            ("detect max", "detect_s", "max"),
+            ("failover p50", "failover_s", "p50"),
+            ("failover max", "failover_s", "max"),
+            ("failback max", "failback_s", "max"),
+        ):
+            want = (figures[key] or {}).get(stat)
+            assert row[column] == (None if want is None else pytest.approx(want)), (index, column)
+        assert (row["user requests"], row["user errors"]) == (figures["user_requests"], figures["user_errors"])
+        assert row["user error rate"] == pytest.approx(figures["user_error_rate"])
+        assert row["passed"] == (1 if figures["passed"] else 0)
+    primary_only = run_dashboard_queries(influx, SELECTIONS["chat on primary"])
+    assert [s["tags"]["drill"] for s in primary_only["Failover drills [A]"][1]] == ["0"]

@@ -180,3 +180,89 @@ def test_queries_only_name_measurements_tags_and_fields_the_sink_writes(dash: di
         aliases = set(re.findall(r'AS "([^"]+)"', q))
         for name in re.findall(r'"([^"]+)"', q):
             assert name in MEASUREMENTS | SCHEMA_NAMES | aliases, f"{where}: unknown name {name!r}"
+
+
+# Aggregates that also accept string fields; every other function needs a numeric (float or int) field.
+STRING_FRIENDLY = {"count", "distinct", "first", "last", "mode"}
+
+
+def read_schema(query: str) -> tuple[dict[str, str], set[str]]:
+    """({field: type}, tags) of the measurements the query reads (a subquery's included)."""
+    fields: dict[str, str] = {}
+    tags: set[str] = set()
+    for m in re.findall(r'FROM "(\w+)"', query):
+        tags |= set(SCHEMA[m][0])
+        fields.update(SCHEMA[m][1])
+    return fields, tags
+
+
+def group_by_names(query: str) -> list[str]:
+    return [
+        name
+        for clause in re.findall(r"GROUP BY ((?:time\([^)]*\)|[^()])*)", query)
+        for name in re.findall(r'"([^"]+)"', clause)
+    ]
+
+
+def test_queries_name_only_the_tags_and_fields_of_the_measurements_they_read(dash: dict[str, Any]) -> None:
+    for where, q in queries(dash):
+        fields, tags = read_schema(q)
+        allowed = set(fields) | tags | set(re.findall(r'FROM "(\w+)"', q)) | set(re.findall(r'AS "([^"]+)"', q))
+        for name in re.findall(r'"([^"]+)"', q):
+            assert name in allowed, f"{where}: {name!r} is not a tag or field of the measurement it reads"
+
+
+def test_functions_read_fields_of_a_fitting_type_and_group_by_reads_tags(dash: dict[str, Any]) -> None:
+    for where, q in queries(dash):
+        fields, tags = read_schema(q)
+        aliases = set(re.findall(r'AS "([^"]+)"', q))
+        for func, name in re.findall(r'(\w+)\("([^"]+)"', q):
+            if name in aliases and name not in fields:
+                continue
+            assert name in fields, f"{where}: {func}() of {name!r}, which is not a field"
+            if func.lower() not in STRING_FRIENDLY:
+                assert fields[name] in ("float", "int"), f"{where}: {func}() of the string field {name!r}"
+        for name in group_by_names(q):
+            assert name in tags, f"{where}: GROUP BY {name!r}, which is not a tag"
+
+
+def test_raw_selects_include_a_field(dash: dict[str, Any]) -> None:
+    """InfluxQL returns nothing for a SELECT of tags only."""
+    for where, q in queries(dash):
+        fields, _ = read_schema(q)
+        head = q.split(" FROM ", 1)[0]
+        if "(" not in head:
+            assert set(re.findall(r'"([^"]+)"', head)) & set(fields), f"{where}: selects no field"
+
+
+def test_the_overview_reads_every_measurement_the_sink_writes() -> None:
+    dash = load(ROOT / "grafana" / "dashboards" / "llm-overview.json")
+    read = {m for _, q in queries(dash) for m in re.findall(r'FROM "(\w+)"', q)}
+    assert read == MEASUREMENTS
+
+
+def test_the_failover_row_has_its_panels_and_annotations() -> None:
+    dash = load(ROOT / "grafana" / "dashboards" / "llm-overview.json")
+    by_id: dict[str, dict[int, dict[str, Any]]] = {}
+    for p in all_panels(dash):
+        for t in p.get("targets", []):
+            for m in re.findall(r'FROM "(\w+)"', t["query"]):
+                by_id.setdefault(m, {})[p["id"]] = p
+    by_measurement = {m: list(panels.values()) for m, panels in by_id.items()}
+    (breaker,) = by_measurement["llm_breaker"]
+    assert group_by_names(breaker["targets"][0]["query"]) == ["endpoint", "worker"]
+    mapped = {
+        value: option["text"]
+        for mapping in breaker["fieldConfig"]["defaults"]["mappings"]
+        for value, option in mapping["options"].items()
+    }
+    assert mapped == {"0": "closed", "1": "half-open", "2": "open"}
+    (errors,) = by_measurement["llm_user_request"]
+    measurements = [m for t in errors["targets"] for m in re.findall(r'FROM "(\w+)"', t["query"])]
+    assert {"llm_request", "llm_user_request"} <= set(measurements)
+    (drills,) = by_measurement["llm_drill"]
+    assert drills["type"] == "table"
+    (events,) = [p for p in by_measurement["llm_event"] if p["type"] == "table"]
+    assert '"worker"' in events["targets"][0]["query"]
+    anns = {a["name"]: a["target"]["query"] for a in dash["annotations"]["list"] if not a.get("builtIn")}
+    assert any("=~ /^drill_/" in q for q in anns.values())

@@ -268,3 +268,133 @@ def test_every_written_field_matches_the_schema_type() -> None:
         assert set(tags) <= set(lp.REQUEST_TAGS)
         for key, (kind, _) in fields.items():
             assert lp.REQUEST_FIELDS[key] == kind, key
+
+
+# ---- failover measurements --------------------------------------------------------------------------------------
+
+
+def assert_schema_types(measurement: str, tags: dict[str, str], fields: dict[str, tuple[str, object]]) -> None:
+    schema_tags, schema_fields = lp.SCHEMA[measurement]
+    assert set(tags) <= set(schema_tags)
+    for key, (kind, _) in fields.items():
+        assert schema_fields[key] == kind, key
+
+
+def test_event_point_carries_the_node_that_saw_it() -> None:
+    m, tags, fields, ts = parse_line(lp.event_line("r", "circuit_open", "primary", "5 failures", TS, worker="host_1"))
+    assert m == "llm_event"
+    assert tags == {"endpoint": "primary", "kind": "circuit_open", "run_id": "r", "worker": "host_1"}
+    assert fields == {"message": ("str", "5 failures")} and ts == TS
+    _, tags, _, _ = parse_line(lp.event_line("r", "drill_start", "primary", "", TS, "master"))
+    assert tags["worker"] == "master"
+    assert "drill_start" in lp.EVENT_KINDS and "hedge" in lp.EVENT_KINDS and len(set(lp.EVENT_KINDS)) == 10
+
+
+@pytest.mark.parametrize("state", [lp.BREAKER_CLOSED, lp.BREAKER_HALF_OPEN, lp.BREAKER_OPEN])
+def test_breaker_point(state: int) -> None:
+    m, tags, fields, ts = parse_line(lp.breaker_line("r", "host_1", "primary", state, TS))
+    assert m == "llm_breaker"
+    assert tags == {"endpoint": "primary", "run_id": "r", "worker": "host_1"}
+    assert fields == {"state": ("int", state)} and ts == TS
+    assert (lp.BREAKER_CLOSED, lp.BREAKER_HALF_OPEN, lp.BREAKER_OPEN) == (0, 1, 2)
+
+
+def test_breaker_state_is_always_an_int() -> None:
+    _, _, fields, _ = parse_line(lp.breaker_line("r", "w", "e", 2.0, TS))  # type: ignore[arg-type]
+    assert fields == {"state": ("int", 2)}
+
+
+def test_user_request_point() -> None:
+    line = lp.user_request_line("r", "host_1", "chat", "backup", "primary", ErrorClass.OK, 812.1256, 40.5, 2, True, TS)
+    m, tags, fields, ts = parse_line(line)
+    assert m == "llm_user_request"
+    assert tags == {
+        "endpoint": "backup",
+        "preferred": "primary",
+        "run_id": "r",
+        "scenario": "chat",
+        "status": "ok",
+        "worker": "host_1",
+    }
+    assert fields == {
+        "e2e_ms": ("float", 812.126),
+        "ttft_ms": ("float", 40.5),
+        "attempts": ("int", 2),
+        "failed_over": ("int", 1),
+    }
+    assert ts == TS
+    assert_schema_types(m, tags, fields)
+
+
+def test_user_request_that_no_endpoint_answered() -> None:
+    line = lp.user_request_line("r", "w", "chat", "", "primary", ErrorClass.HTTP_5XX, 120, None, 3, False, TS)
+    _, tags, fields, _ = parse_line(line)
+    assert tags["endpoint"] == lp.NO_ENDPOINT == "none" and tags["status"] == "http_5xx"
+    assert fields == {"e2e_ms": ("float", 120.0), "attempts": ("int", 3), "failed_over": ("int", 0)}
+    line = lp.user_request_line("r", "w", "chat", None, "primary", ErrorClass.CONNECT_ERROR, 5.0, None, 1, False, TS)
+    assert parse_line(line)[1]["endpoint"] == "none"
+
+
+def test_user_request_types_never_follow_the_python_value() -> None:
+    line = lp.user_request_line("r", "w", "s", "e", "e", "ok", math.nan, math.inf, 1.0, 1, TS)  # type: ignore[arg-type]
+    _, _, fields, _ = parse_line(line)
+    assert fields == {"attempts": ("int", 1), "failed_over": ("int", 1)}
+
+
+def test_user_request_tags_are_escaped() -> None:
+    line = lp.user_request_line("r", "w", "a,b c=d", "back\\up", "p", "ok", 1.0, 1.0, 1, False, TS)
+    _, tags, _, _ = parse_line(line)
+    assert tags["scenario"] == "a,b c=d" and tags["endpoint"] == "back/up"
+
+
+FIGURES = {
+    "detect_s": {"p50": 1.5, "max": 2.25},
+    "failover_s": {"p50": 1.75, "max": 3.0},
+    "failback_s": {"p50": 4.0, "max": 6.5},
+    "user_requests": 480,
+    "user_errors": 3,
+    "user_error_rate": 0.00625,
+    "passed": True,
+}
+
+
+def test_drill_point() -> None:
+    m, tags, fields, ts = parse_line(lp.drill_line("r", 0, "primary", "http_503", FIGURES, TS))
+    assert m == "llm_drill"
+    assert tags == {"drill": "0", "endpoint": "primary", "fault": "http_503", "run_id": "r"}
+    assert fields == {
+        "detect_p50_s": ("float", 1.5),
+        "detect_max_s": ("float", 2.25),
+        "failover_p50_s": ("float", 1.75),
+        "failover_max_s": ("float", 3.0),
+        "failback_max_s": ("float", 6.5),
+        "user_requests": ("int", 480),
+        "user_errors": ("int", 3),
+        "user_error_rate": ("float", 0.00625),
+        "passed": ("int", 1),
+    }
+    assert ts == TS
+    assert set(fields) == set(lp.DRILL_FIELDS)
+    assert_schema_types(m, tags, fields)
+
+
+def test_drill_figures_that_are_missing_are_omitted() -> None:
+    figures = {
+        "detect_s": {"p50": 2, "max": None},
+        "failover_s": None,
+        "failback_s": {"p50": None, "max": math.nan},
+        "user_requests": 0,
+        "user_errors": 0,
+        "user_error_rate": None,
+        "passed": False,
+    }
+    _, tags, fields, _ = parse_line(lp.drill_line("r", 3, "backup", "", figures, TS))
+    assert tags == {"drill": "3", "endpoint": "backup", "run_id": "r"}
+    assert fields == {
+        "detect_p50_s": ("float", 2.0),
+        "user_requests": ("int", 0),
+        "user_errors": ("int", 0),
+        "passed": ("int", 0),
+    }
+    _, _, fields, _ = parse_line(lp.drill_line("r", 1, "e", "f", {}, TS))
+    assert fields == {"user_requests": ("int", 0)}

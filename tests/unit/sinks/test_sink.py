@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from loadlib.errors import ErrorClass
 from loadlib.records.record import RequestRecord
 from loadlib.sinks.influx import InfluxSink, backoff_delay
 from loadlib.sinks.transports import WriteError
@@ -224,6 +225,86 @@ def test_events_use_the_sinks_run_id() -> None:
     sink.submit_event("failover", "backup", "primary open", ts_ns=5)
     sink.close(1.0)
     assert t.lines == ['llm_event,endpoint=backup,kind=failover,run_id=r message="primary open" 5']
+
+
+def test_events_carry_the_worker_only_when_given() -> None:
+    t = FakeTransport()
+    sink = make_sink(t)
+    sink.submit_event("circuit_open", "primary", "5 failures", 6, "host_1")
+    sink.submit_event("drill_start", "primary", "drill 0", ts_ns=7, worker="master")
+    sink.submit_event("test_stop")  # an old caller
+    sink.close(1.0)
+    assert t.lines[:2] == [
+        'llm_event,endpoint=primary,kind=circuit_open,run_id=r,worker=host_1 message="5 failures" 6',
+        'llm_event,endpoint=primary,kind=drill_start,run_id=r,worker=master message="drill 0" 7',
+    ]
+    assert t.lines[2].startswith('llm_event,kind=test_stop,run_id=r message="test_stop" ')
+
+
+def test_breaker_points_use_the_sinks_run_id_and_worker() -> None:
+    t = FakeTransport()
+    sink = make_sink(t)
+    sink.submit_breaker("primary", 2, ts_ns=8)
+    sink.submit_breaker("backup", 0)
+    sink.close(1.0)
+    assert t.lines[0] == "llm_breaker,endpoint=primary,run_id=r,worker=w state=2i 8"
+    head, _, ts = t.lines[1].rpartition(" ")
+    assert head == "llm_breaker,endpoint=backup,run_id=r,worker=w state=0i" and int(ts) > 1_700_000_000 * 10**9
+
+
+def test_user_request_points() -> None:
+    t = FakeTransport()
+    sink = make_sink(t)
+    sink.submit_user_request("chat", "backup", "primary", ErrorClass.OK, 900.5, 41.25, 2, True, 9)
+    sink.submit_user_request("chat", "", "primary", ErrorClass.TIMEOUT_TTFT, 30_000.0, None, 3, False, ts_ns=10)
+    sink.close(1.0)
+    assert t.lines == [
+        "llm_user_request,endpoint=backup,preferred=primary,run_id=r,scenario=chat,status=ok,worker=w "
+        "e2e_ms=900.500,ttft_ms=41.250,attempts=2i,failed_over=1i 9",
+        "llm_user_request,endpoint=none,preferred=primary,run_id=r,scenario=chat,status=timeout_ttft,worker=w "
+        "e2e_ms=30000.000,attempts=3i,failed_over=0i 10",
+    ]
+
+
+def test_drill_points_snapshot_their_figures() -> None:
+    t = FakeTransport()
+    sink = make_sink(t, flush_interval_s=30.0)
+    figures = {
+        "detect_s": {"p50": 1.5, "max": 2.0},
+        "failover_s": {"p50": 1.75, "max": 2.5},
+        "failback_s": {"p50": 3.0, "max": 4.0},
+        "user_requests": 100,
+        "user_errors": 2,
+        "user_error_rate": 0.02,
+        "passed": True,
+    }
+    sink.submit_drill(0, "primary", "http_503", figures, ts_ns=11)
+    figures["detect_s"]["max"] = 99.0  # changed after submit: the point keeps the figures it was given
+    figures["passed"] = False
+    stats = sink.close(1.0)
+    assert stats.written == 1 and stats.dropped == 0
+    assert t.lines == [
+        "llm_drill,drill=0,endpoint=primary,fault=http_503,run_id=r detect_p50_s=1.5,detect_max_s=2.0,"
+        "failover_p50_s=1.75,failover_max_s=2.5,failback_max_s=4.0,user_requests=100i,user_errors=2i,"
+        "user_error_rate=0.02,passed=1i 11"
+    ]
+
+
+def test_every_point_kind_counts_in_the_accounting() -> None:
+    t = FakeTransport()
+    sink = make_sink(t)
+    sink.submit_record(record(1))
+    sink.submit_worker_health(1, 1.0, 1.0)
+    sink.submit_event("failover", "backup", worker="w")
+    sink.submit_breaker("primary", 1)
+    sink.submit_user_request("s", "e", "e", "ok", 1.0, 1.0, 1, False)
+    sink.submit_drill(0, "e", "f", {"user_requests": 1, "passed": 1})
+    sink.submit_record((99, "unknown"))  # type: ignore[arg-type]  # an unknown kind is rejected and counted
+    stats = sink.close(1.0)
+    assert stats.submitted == 7 and stats.written == 6 and stats.dropped_rejected == 1
+    assert sorted(line.split(",")[0] for line in t.lines) == sorted(
+        ["llm_request", "llm_worker", "llm_event", "llm_breaker", "llm_user_request", "llm_drill"]
+    )
 
 
 def test_an_unencodable_point_is_counted_and_the_rest_written() -> None:
