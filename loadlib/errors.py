@@ -61,3 +61,5 @@ class ErrorClass(StrEnum):
     UNSUPPORTED_API = "unsupported_api"
     OVERSIZED = "oversized"
     INTERNAL_ERROR = "internal_error"
+    CANCELLED = "cancelled"  # a hedge that lost: its tokens and cost still count
+    CIRCUIT_OPEN = "circuit_open"  # every endpoint's breaker refused: the user-visible request failed unsent

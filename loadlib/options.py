@@ -30,6 +30,7 @@ DOC = "Long-document scenario"
 COMPLIANCE = "Compliance scenario"
 SHAPES = "Load shapes (RampShape, StepShape)"
 INFLUX = "InfluxDB sink"
+FAILOVER = "Failover and drills (docs/failover.md)"
 DEFAULT_AUDIT = "results/audit-{run_id}.jsonl"
 DOC_MODES = ("whole", "chunked", "probe")
 
@@ -145,6 +146,55 @@ OPTIONS: tuple[Option, ...] = (
         "Stop the run (exit code 2, one line naming the cause) when every request of its first N seconds failed in "
         "a way that cannot heal by itself: TLS certificate, host name, HTTP 401/403/404. Users back off after such a "
         "failure either way. 0 = never stop (to measure exactly that).",
+    ),
+    # failover
+    _o(
+        "--llm-pool",
+        FAILOVER,
+        "",
+        "Endpoint pool: a YAML file (or inline YAML/JSON starting with '{') with named endpoints (real or embedded "
+        "mocks), the routing policy, circuit breaker, retries, hedging, drills and their targets. Without it the run "
+        "targets --host alone (a pool of one).",
+        web_ui=False,
+    ),
+    _o(
+        "--llm-policy",
+        FAILOVER,
+        None,
+        "Routing over the pool's healthy endpoints: priority (first healthy) or weighted (spread by weight). "
+        "Overrides the pool file.",
+        choices=("priority", "weighted"),
+    ),
+    _o(
+        "--llm-max-attempts",
+        FAILOVER,
+        None,
+        "Attempts per user-visible request (1 = no retries, the pool file's default). Retries use exponential "
+        "backoff with full jitter and honour Retry-After; never after output has reached the user.",
+        type=int,
+    ),
+    _o(
+        "--llm-retry-budget",
+        FAILOVER,
+        None,
+        "Extra attempts (retries and hedges) at most this share of user-visible requests over a 10 s window "
+        "(default 0.2), so a 429 storm cannot multiply the load.",
+        type=float,
+    ),
+    _o(
+        "--llm-hedge-after-ms",
+        FAILOVER,
+        None,
+        "Hedging: without a first token from the chosen endpoint within this many ms, send the same request to the "
+        "next one; the first token wins and the other is cancelled (still counted). 0 = off.",
+        type=float,
+    ),
+    _o(
+        "--llm-drill",
+        FAILOVER,
+        "",
+        "Drills, ';'-separated: 'ENDPOINT:FAULT@AT+FOR' (e.g. 'primary:http_503@20s+20s'). Faults: refuse, "
+        "http_500, http_503, stall, rate_limit, latency, broken. Added to the pool file's drills.",
     ),
     # outputs
     _o("--llm-summary", OUTPUT, "", "Write the end-of-run LLM summary as JSON to this file.", web_ui=False),

@@ -22,19 +22,22 @@ from loadlib.sinks.config import config_from_options
 PLACEHOLDER_HOST = "http://127.0.0.1:1/v1"  # stands for the embedded mock, which is not started yet
 
 
-def check_run(options: Any, host: str, worker: str = "master") -> list[str]:
-    """Raise ConfigError on the first problem; return notes worth printing (directories created)."""
-    check_endpoint(options, host)
+def check_run(options: Any, host: str, worker: str = "master", pooled: bool = False) -> list[str]:
+    """Raise ConfigError on the first problem; return notes worth printing (directories created). With a pool
+    (`pooled`), its endpoints are checked with it (loadlib.failover.pool.check_pool), not --host."""
+    check_endpoint(options, host, pooled)
     config_from_options(options)
     return check_outputs(options, worker)
 
 
-def check_endpoint(options: Any, host: str) -> tuple[Timeouts, Limits]:
+def check_endpoint(options: Any, host: str, pooled: bool = False) -> tuple[Timeouts, Limits]:
     """Provider, model, key, timeouts, limits, price table, load model; the mock's settings when it will be used."""
     provider = str(options.llm_provider or "").strip().lower()
     if provider not in PROVIDERS:
         raise ConfigError(f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
-    if host:
+    if pooled:
+        pass
+    elif host:
         make_endpoint(host, provider, options.llm_model, options.llm_api_key_env, options.llm_endpoint_name or None)
     else:
         mock_config(options.llm_mock)

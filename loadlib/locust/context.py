@@ -19,6 +19,7 @@ import weakref
 from typing import Any
 
 from loadlib.errors import LoadlibError
+from loadlib.locust.failover_part import FailoverPart
 from loadlib.locust.fatal import FatalStop
 from loadlib.locust.parts import HealthPart, NodePart, RecordsPart, StatsPart
 from loadlib.locust.scenario_part import ScenarioPart
@@ -60,12 +61,17 @@ class RunContext:
         self.fatal = FatalStop(0.0)
         self.arrivals: ArrivalSchedule | None = None
         self.mock: Any = None
+        self.mocks: dict[str, Any] = {}  # the pool's embedded mocks by endpoint name (master or local runner)
+        self.pool: Any = None  # the pool as checked at start-up (master or local runner)
+        self.drills: Any = None  # the drill driver (master or local runner)
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self.wired = False
         self.stats, self.health, self.sinks = StatsPart(), HealthPart(), SinkPart()
         self.scenarios = ScenarioPart(_scenario_specs(environment))
+        self.failover = FailoverPart(self.events, self.sinks)
         self.parts: list[NodePart] = [self.stats, self.health, RecordsPart(), self.sinks, self.scenarios]
+        self.parts.append(self.failover)
         self.parts += [make() for spec in self.scenarios.specs for make in spec.parts]
         self.events.worker_health.add_listener(self.sinks.on_health)
         self.events.endpoint_event.add_listener(self.sinks.on_endpoint_event)
@@ -127,6 +133,17 @@ class RunContext:
         """Fan one attempt's record out to every part, then to outside listeners."""
         self._each("add", record)
         self.events.record.fire(record=record)
+
+    @property
+    def dispatcher(self) -> Any:
+        """The node's dispatcher of user-visible requests (made at test start on load nodes)."""
+        if self.failover.dispatcher is None:
+            self.failover.start(self)
+        return self.failover.dispatcher
+
+    def user_request(self, user: Any, delivery: Any) -> None:
+        """One user-visible request ended: its statistics, drill ledger and InfluxDB point."""
+        self._step(self.failover, "user_request", user, delivery)
 
     def report(self, data: dict[str, Any]) -> None:
         """A worker's report to the master: each part's payload under its key."""

@@ -20,14 +20,17 @@ import weakref
 from typing import Any
 
 from loadlib import options
+from loadlib.config import NO_KEY, make_endpoint
 from loadlib.errors import LoadlibError
-from loadlib.locust.checks import check_output_path, check_outputs, check_run
+from loadlib.failover.pool import PoolConfig, check_pool
+from loadlib.locust.checks import PLACEHOLDER_HOST, check_output_path, check_outputs, check_run
 from loadlib.locust.context import RunContext, context
+from loadlib.locust.drills import DRILL_MESSAGE, DrillDriver, mock_base_url, start_pool_mocks, stop_mocks
 from loadlib.locust.embedded_mock import start_embedded_mock
 from loadlib.outputs.summary import force_exit_code, write_summary
 from loadlib.records import tokens
 from loadlib.redact import install_log_filter
-from loadlib.settings import secrets_of
+from loadlib.settings import pool_data, resolve_pool, secrets_of
 
 log = logging.getLogger("loadlib")
 FATAL_MESSAGE = "loadlib_fatal"
@@ -42,8 +45,8 @@ def install(events: Any) -> None:
     events.init_command_line_parser.add_listener(on_parser)
     events.init.add_listener(on_init)
     events.test_start.add_listener(lambda environment, **_: on_test_start(context(environment)))
-    events.test_stop.add_listener(lambda environment, **_: context(environment).stop())
-    events.quitting.add_listener(lambda environment, **_: context(environment).sinks.close())
+    events.test_stop.add_listener(lambda environment, **_: on_test_stop(context(environment)))
+    events.quitting.add_listener(lambda environment, **_: on_quitting(context(environment)))
 
 
 def on_parser(parser: Any, **_: Any) -> None:
@@ -74,6 +77,7 @@ def on_init(environment: Any, **_: Any) -> None:
     wire(ctx)
     if ctx.is_worker:
         tokens.get_encoding()  # load the tokenizer now: building it holds the GIL for a while
+        environment.runner.register_message(DRILL_MESSAGE, lambda msg, **__: ctx.failover.drill(msg.data))
         return
     _prepare_master_or_local(ctx)
     if ctx.is_master:
@@ -103,19 +107,76 @@ def _prepare_master_or_local(ctx: RunContext) -> None:
         opts.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
     host = environment.host or os.environ.get("LLM_BASE_URL", "")
     try:
-        notes = check_run(opts, host)
+        data = _pool_source(ctx)
+        if data is None and not host and not opts.llm_endpoint_name:
+            opts.llm_endpoint_name = "mock"
+        notes = check_run(opts, host, pooled=data is not None)
+        ctx.pool = checked_pool(opts, host, data)
         ctx.scenarios.check(opts, load=not ctx.is_master)
-        ctx.redact = secrets_of(opts)
+        ctx.redact = secrets_of(opts, ctx.pool)
         install_log_filter(ctx.redact)
-        if host:
-            environment.host = host
-        else:
-            ctx.mock = start_embedded_mock(environment)
+        _start_targets(ctx, host, data)
+        ctx.drills = DrillDriver(ctx, ctx.pool, _admin_urls(ctx))
     except LoadlibError as exc:
         fail(str(exc))
     for note in notes:
         print(note, flush=True)
     get_hub().loop.update_now()  # the checks and data preparation above blocked the loop: refresh its clock
+
+
+def _pool_source(ctx: RunContext) -> Any:
+    """The pool's raw configuration: --llm-pool, else the locustfile's `pool`; kept in the options, which the master
+    sends to every worker (a worker needs no copy of the file)."""
+    opts = ctx.options
+    data = pool_data(opts)
+    if data is None:
+        data = next((c.pool for c in ctx.environment.user_classes or () if getattr(c, "pool", None)), None)
+    if data is not None:
+        opts.llm_pool_data = data
+    return data
+
+
+def checked_pool(opts: Any, host: str, data: Any) -> PoolConfig:
+    """The run's pool, checked before any load: bad endpoints, policies, drills or targets stop here."""
+    endpoint = None
+    if data is None:
+        if not host:
+            opts.llm_admin_url = PLACEHOLDER_HOST  # the embedded mock's, once started: drills break it on the server
+        key_env = opts.llm_api_key_env if host else NO_KEY
+        name = opts.llm_endpoint_name or None
+        endpoint = make_endpoint(host or PLACEHOLDER_HOST, opts.llm_provider, opts.llm_model, key_env, name)
+    pool = resolve_pool(opts, endpoint, data)
+    check_pool(pool)
+    return pool
+
+
+def _start_targets(ctx: RunContext, host: str, data: Any) -> None:
+    """Point the run at its target: the pool (its mocks started), --host, or the embedded mock."""
+    environment, opts = ctx.environment, ctx.options
+    if data is None:
+        if host:
+            environment.host = host
+        else:
+            ctx.mock = start_embedded_mock(environment)
+            opts.llm_admin_url = ctx.mock.url
+        return
+    ctx.mocks = start_pool_mocks(ctx.pool)
+    specs = {s.name: s for s in ctx.pool.endpoints}
+    opts.llm_pool_urls = {n: mock_base_url(m, specs[n].provider) for n, m in ctx.mocks.items()}
+    first = ctx.pool.endpoints[0]
+    environment.host = first.base_url or opts.llm_pool_urls[first.name]
+    if ctx.mocks:
+        listed = ", ".join(f"{n} at {u}" for n, u in opts.llm_pool_urls.items())
+        print(f"loadlib: started the pool's embedded mocks: {listed}", flush=True)
+
+
+def _admin_urls(ctx: RunContext) -> dict[str, str]:
+    """Endpoints a drill breaks on the server: the pool's mocks, endpoints with an admin_url, the embedded mock."""
+    urls = {s.name: s.admin_url for s in ctx.pool.endpoints if s.admin_url}
+    urls.update({name: mock.url for name, mock in ctx.mocks.items()})
+    if ctx.mock is not None:
+        urls[ctx.pool.endpoints[0].name] = ctx.mock.url
+    return urls
 
 
 def on_test_start(ctx: RunContext) -> None:
@@ -129,6 +190,8 @@ def on_test_start(ctx: RunContext) -> None:
         ctx.environment.runner.quit()
         return
     install_log_filter(ctx.redact)
+    if ctx.drills is not None:
+        ctx.drills.start()
     if ctx.generates_load:
         _quiet_gc()
     get_hub().loop.update_now()  # Locust arms -t from the loop's cached clock, stale after the blocking work above
@@ -140,6 +203,25 @@ def _quiet_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 50, 100)
+
+
+def on_test_stop(ctx: RunContext) -> None:
+    if ctx.drills is not None:
+        ctx.drills.stop()
+    ctx.stop()
+
+
+def on_quitting(ctx: RunContext) -> None:
+    """Before Locust settles its exit code: a run with drills exits by their verdict (failed attempts are the point
+    of a drill, so Locust's any-failure rule would fail every drill), unless loadlib already set one."""
+    ctx.sinks.close()
+    if ctx.is_worker or ctx.options is None or ctx.environment.process_exit_code is not None:
+        return
+    figures: dict[str, Any] = {}
+    ctx.failover.summarize(figures)
+    passed = figures["failover"]["passed"]
+    if passed is not None:
+        ctx.environment.process_exit_code = 0 if passed else 1
 
 
 def on_quit(ctx: RunContext) -> None:
@@ -162,6 +244,7 @@ def on_quit(ctx: RunContext) -> None:
             print(f"loadlib: LLM summary written to {path}", flush=True)
     if ctx.mock is not None:
         ctx.mock.stop()
+    stop_mocks(ctx.mocks)
 
 
 def stop_run(ctx: RunContext, message: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from loadlib.errors import ConfigError
 from loadlib.locust.parts import Node, NodePart
 from loadlib.records.record import RequestRecord
+from loadlib.records.user_request import UserRequest
 from loadlib.sinks.config import COUNT_KEYS, REPORT_KEY, UNKNOWN_RUN_ID, build_sink, config_from_options
 from loadlib.sinks.influx import InfluxSink
 
@@ -64,7 +65,25 @@ class SinkPart(NodePart):
 
     def on_endpoint_event(self, kind: str = "", endpoint: str = "", message: str = "", **_: Any) -> None:
         if self.sink is not None:
-            self.sink.submit_event(kind, endpoint, message)
+            self.sink.submit_event(kind, endpoint, message, worker=self.node)
+
+    def breaker(self, endpoint: str, state: int) -> None:
+        if self.sink is not None:
+            self.sink.submit_breaker(endpoint, state)
+
+    def user_request(self, user: UserRequest) -> None:
+        if self.sink is not None:
+            self.sink.submit_user_request(
+                user.scenario,
+                user.endpoint or "none",
+                user.preferred,
+                user.status.value,
+                user.e2e_ms,
+                user.ttft_ms,
+                user.attempts,
+                user.failed_over,
+                user.start_unix_ns,
+            )
 
     def stop(self, ctx: Node) -> None:
         if self.sink is not None and self.annotate:

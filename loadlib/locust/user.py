@@ -1,9 +1,11 @@
 """LLMUser: the Locust user class scenarios subclass to stream LLM requests and have them measured.
 
-Each user holds one keep-alive connection per endpoint. A request is timed by `loadlib.transport.stream`, turned into
-a RequestRecord, reported to Locust's own table as one request whose response time is the E2E latency, and handed to
-the run context (LLM statistics, records, sinks, scenario results, loadlib's `record` event). In an open-loop run
-(--arrival-rate) every request first waits for the node's next arrival slot and think time is skipped.
+Each user holds one keep-alive connection per endpoint. A user-visible request goes through the node's dispatcher
+(`loadlib.failover.dispatch`: which endpoint, retries, hedges, breakers); each attempt is timed by
+`loadlib.transport.stream`, turned into a RequestRecord, reported to Locust's own table as one request whose response
+time is its E2E latency, and handed to the run context (LLM statistics, records, sinks, scenario results, loadlib's
+`record` event); the user-visible request then goes to the run context too. In an open-loop run (--arrival-rate)
+every request first waits for the node's next arrival slot and think time is skipped.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from loadlib.errors import ErrorClass
+from loadlib.failover.client_faults import delayed, made_outcome
+from loadlib.failover.dispatch import Attempt, Delivery, Handle
 from loadlib.locust.context import RunContext, context
 from loadlib.locust.fatal import backoff_s
 from loadlib.locust.install import install, stop_run
@@ -30,11 +34,14 @@ from loadlib.providers.errors_body import short
 from loadlib.records import tokens
 from loadlib.records.build import build_record
 from loadlib.records.record import RequestRecord
+from loadlib.records.user_request import UserRequest
+from loadlib.settings import RunSettings, Target
 from loadlib.transport.connection import Connection
-from loadlib.transport.stream import stream_call
+from loadlib.transport.stream import StreamOutcome, stream_call
 
 install(events)  # a user class needs loadlib's wiring on Locust's events; installing it again is a no-op
 _UNFORESEEN = RateLimitedLog(logging.getLogger("loadlib.locust.user"), interval_s=30.0)
+CIRCUIT_OPEN_PAUSE_S = 0.05
 
 
 class LLMRequestError(Exception):
@@ -46,10 +53,12 @@ Check = Callable[[StreamResult | None, RequestRecord], tuple[ErrorClass, str] | 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Reply:
-    """What a scenario gets back: the record (as reported) and the parsed output (for history, schema checks)."""
+    """What a scenario gets back: the record of the attempt whose answer the user got (as reported), its parsed
+    output (for history, schema checks) and the user-visible request."""
 
     record: RequestRecord
     result: StreamResult | None
+    user: UserRequest | None = None
 
     @property
     def text(self) -> str:
@@ -65,6 +74,7 @@ class LLMUser(FastHttpUser):
 
     abstract = True
     scenario = "chat"
+    pool: dict[str, Any] | None = None  # a default endpoint pool (as in a --llm-pool file) when none is given
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
@@ -101,11 +111,13 @@ class LLMUser(FastHttpUser):
             conn.close()
         self._connections.clear()
 
-    def connection(self) -> Connection:
+    def connection(self, endpoint: str | None = None) -> Connection:
+        """This user's connection to `endpoint` (default: the pool's first)."""
         rt = self.settings
-        conn = self._connections.get(rt.endpoint.name)
+        target = rt.targets[endpoint] if endpoint else next(iter(rt.targets.values()))
+        conn = self._connections.get(target.name)
         if conn is None:
-            conn = self._connections[rt.endpoint.name] = Connection(rt.endpoint, rt.timeouts, rt.limits)
+            conn = self._connections[target.name] = Connection(target.endpoint, target.timeouts, rt.limits)
         return conn
 
     def chat(
@@ -125,28 +137,80 @@ class LLMUser(FastHttpUser):
         `check(result, record)` runs after the stream and before reporting; returning (error class, message) turns a
         transport success into a scenario failure (schema_invalid, nondeterministic, truncated...)."""
         rt = self.settings
-        endpoint = rt.endpoint
         if intended_send_ms is None and self.context.arrivals is not None:
             intended_send_ms = wait_for_slot(self.context.arrivals, gevent.sleep)
             found.open_loop_sent(self.context.scenarios.results)
         req = ChatRequest(messages=messages, max_tokens=max_tokens or rt.max_tokens, **request_options)
-        http = rt.adapter.build(endpoint.base_path, endpoint.model, endpoint.api_key(), req)
-        start_ns = time.time_ns()
-        outcome = stream_call(self.connection(), rt.adapter, http)
-        self._requests += 1
-        facts = {"scenario": scenario or self.scenario, "turn": turn, "start_unix_ns": start_ns}
+        facts = {"scenario": scenario or self.scenario, "turn": turn, "user_request_id": rt.next_request_id()}
         facts.update(prompt_tokens_est=prompt_tokens_est, intended_send_ms=intended_send_ms)
+
+        def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+            return self._attempt(rt, rt.targets[name], req, dict(facts, attempt=number, hedge=hedge), check, handle)
+
+        start_ns = time.time_ns()
+        delivery = self.context.dispatcher.send(attempt)
+        user = self._user_request(rt, delivery, facts, start_ns)
+        self.context.user_request(user, delivery)
+        answered = delivery.answered
+        if answered is None:
+            return Reply(self._circuit_open_record(rt, user), None, user)
+        record, result = answered.value
+        return Reply(record, result, user)
+
+    def _attempt(
+        self,
+        rt: RunSettings,
+        target: Target,
+        req: ChatRequest,
+        facts: dict[str, Any],
+        check: Check | None,
+        handle: Handle | None,
+    ) -> Attempt:
+        """One attempt to one endpoint: sent (or answered by a client-side drill fault), recorded, reported."""
+        endpoint = target.endpoint
+        http = target.adapter.build(endpoint.base_path, endpoint.model, endpoint.api_key(), req)
+        conn = self.connection(target.name)
+        facts["start_unix_ns"] = time.time_ns()
+        if facts["attempt"] > 1 or facts["hedge"]:
+            facts["request_id"] = rt.next_request_id()
+        outcome = self._send(target, conn, http, handle)
+        self._requests += 1
         try:
-            record = self._record(rt, outcome, facts, check)
+            record = self._record(rt, target, outcome, facts, check)
         except Exception as exc:  # a bug of ours (or of a scenario check): still one counted attempt
-            record = self._internal_error_record(rt, outcome, facts, exc)
+            record = self._internal_error_record(rt, target, outcome, facts, exc)
         self._report(record)
         self._after_attempt(outcome.fatal)
-        return Reply(record, outcome.result)
+        done = Attempt(target.name, facts["attempt"], record.status, outcome.t0, record.ttft_ms, record.e2e_ms)
+        done.headers, done.hedge, done.value = outcome.headers, facts["hedge"], (record, outcome.result)
+        return done
 
-    def _record(self, rt: Any, outcome: Any, facts: dict[str, Any], check: Check | None) -> RequestRecord:
-        endpoint = rt.endpoint
-        intended = facts["intended_send_ms"]
+    def _send(self, target: Target, conn: Connection, http: Any, handle: Handle | None) -> StreamOutcome:
+        """The attempt on the wire, unless a client-side drill fault answers it (or delays it) first."""
+        fault = self.context.dispatcher.fault(target.name)
+        wait = handle.cancelled.wait if handle is not None else gevent.sleep
+        delay = 0.0
+        if fault is not None:
+            made = made_outcome(fault, target.timeouts, wait)
+            if made is not None:
+                return made
+            delay = float(fault.params.get("delay_ms", 1000.0)) / 1000.0
+        if handle is not None:
+            handle.conn = conn
+        try:
+            outcome = stream_call(conn, target.adapter, http, handle.first_output if handle is not None else None)
+        finally:
+            if handle is not None:
+                handle.conn = None
+        return delayed(outcome, delay) if delay else outcome
+
+    def _record(
+        self, rt: RunSettings, target: Target, outcome: Any, facts: dict[str, Any], check: Check | None
+    ) -> RequestRecord:
+        endpoint = target.endpoint
+        facts = dict(facts)
+        intended = facts.pop("intended_send_ms")
+        request_id = facts.pop("request_id", None) or facts["user_request_id"]
         record = build_record(
             outcome,
             run_id=rt.run_id,
@@ -154,10 +218,11 @@ class LLMUser(FastHttpUser):
             provider=endpoint.provider,
             model=endpoint.model,
             worker_id=rt.worker_id,
-            request_id=rt.next_request_id(),
-            prices=rt.prices,
+            request_id=request_id,
+            prices=target.prices,
             completion_tokens_est=self._estimate_completion(outcome, rt.estimate_every),
             schedule_lag_ms=outcome.t0 * 1000.0 - intended if intended is not None else None,
+            intended_send_ms=intended,
             redact=rt.redact,
             **facts,
         )
@@ -167,9 +232,11 @@ class LLMUser(FastHttpUser):
                 record = dataclasses.replace(record, status=verdict[0], error_message=rt.redact(verdict[1]))
         return record
 
-    def _internal_error_record(self, rt: Any, outcome: Any, facts: dict[str, Any], exc: Exception) -> RequestRecord:
+    def _internal_error_record(
+        self, rt: RunSettings, target: Target, outcome: Any, facts: dict[str, Any], exc: Exception
+    ) -> RequestRecord:
         _UNFORESEEN.error("loadlib failed on a finished request (%r); please report it", exc, exc_info=exc)
-        endpoint = rt.endpoint
+        endpoint = target.endpoint
         return RequestRecord(
             run_id=rt.run_id,
             scenario=facts["scenario"],
@@ -178,6 +245,9 @@ class LLMUser(FastHttpUser):
             model=endpoint.model,
             worker_id=rt.worker_id,
             request_id=rt.next_request_id(),
+            attempt=facts["attempt"],
+            user_request_id=facts["user_request_id"],
+            hedge=facts["hedge"],
             turn=facts["turn"],
             start_unix_ns=facts["start_unix_ns"],
             e2e_ms=outcome.e2e_ms,
@@ -185,6 +255,47 @@ class LLMUser(FastHttpUser):
             http_status=outcome.http_status,
             error_message=rt.redact(f"{type(exc).__name__}: {short(str(exc))}"),
             response_bytes=outcome.response_bytes,
+        )
+
+    def _user_request(self, rt: RunSettings, delivery: Delivery, facts: dict[str, Any], start_ns: int) -> UserRequest:
+        answered = delivery.answered
+        message = answered.value[0].error_message if answered is not None and answered.value else None
+        if answered is None:
+            message = "every endpoint's circuit breaker is open: the request was not sent"
+        return UserRequest(
+            run_id=rt.run_id,
+            scenario=facts["scenario"],
+            worker_id=rt.worker_id,
+            request_id=facts["user_request_id"],
+            start_unix_ns=start_ns,
+            preferred=delivery.preferred,
+            endpoint=delivery.endpoint,
+            status=delivery.status,
+            attempts=len(delivery.attempts),
+            e2e_ms=delivery.e2e_ms,
+            ttft_ms=delivery.ttft_ms,
+            hedged=delivery.hedged,
+            error_message=None if delivery.ok else message,
+        )
+
+    def _circuit_open_record(self, rt: RunSettings, user: UserRequest) -> RequestRecord:
+        """What a scenario gets when nothing was sent: a record of the refusal, not an attempt (never reported as
+        one). The user pauses briefly, so a closed-loop user without think time does not spin on open breakers."""
+        gevent.sleep(CIRCUIT_OPEN_PAUSE_S)
+        target = rt.targets[user.preferred]
+        return RequestRecord(
+            run_id=rt.run_id,
+            scenario=user.scenario,
+            endpoint=target.name,
+            provider=target.endpoint.provider,
+            model=target.endpoint.model,
+            worker_id=rt.worker_id,
+            request_id=user.request_id,
+            attempt=0,
+            user_request_id=user.request_id,
+            start_unix_ns=user.start_unix_ns,
+            status=ErrorClass.CIRCUIT_OPEN,
+            error_message=user.error_message,
         )
 
     def _after_attempt(self, fatal: str | None) -> None:

@@ -23,7 +23,9 @@ class RequestRecord:
     worker_id: str
     request_id: str
     server_request_id: str | None = None
-    attempt: int = 1
+    attempt: int = 1  # its number within the user-visible request (1 = first)
+    user_request_id: str | None = None  # the user-visible request it belongs to (its first attempt's request_id)
+    hedge: bool = False  # sent as a hedge beside a slow attempt
     turn: int | None = None
     # timing (ms from t0)
     start_unix_ns: int = 0

@@ -124,6 +124,7 @@ class Connection:
         self.connecting = False
         self.kernel_stamps = False
         self.sock: Any = None
+        self.cancelled = False
         self.drained = True
         loop = get_hub().loop
         self.loop = loop if hasattr(loop, "iteration") else _NO_ITERATION  # other backends: yield every BUSY_S
@@ -151,11 +152,21 @@ class Connection:
         self.clock_offset = time() - perf_counter()  # wall clock minus perf_counter, refreshed per request
         self.sock = self.pool.get_socket()
         self.drained = True
+        if self.cancelled:
+            raise HTTPConnectionClosed("cancelled")
         me = WATCHDOG.arm(until)
         try:
             self.sock.sendall(data)
         finally:
             WATCHDOG.disarm(me)
+
+    def cancel(self) -> None:
+        """End the attempt in flight from another greenlet (a hedge that lost): its socket is closed, which wakes its
+        reader with an error, and the attempt ends as `cancelled` (see loadlib.transport.stream)."""
+        self.cancelled = True
+        sock = self.sock
+        if sock is not None:
+            sock.close()
 
     def finish(self, response: Response | None) -> None:
         """Hand the socket back: to the pool when the response ended cleanly, else closed (it cannot be reused)."""
@@ -178,7 +189,7 @@ class Connection:
         returned.
         """
         sock = self.sock
-        if sock is None:
+        if sock is None or self.cancelled:
             raise HTTPConnectionClosed("connection closed")
         self._let_hub_run()
         me = WATCHDOG.arm(until)

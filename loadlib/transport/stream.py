@@ -16,6 +16,7 @@ import logging
 import socket
 import ssl
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
 
@@ -34,6 +35,7 @@ MAX_ERROR_BODY = 65536
 OPENING_BYTES = 512
 RATE_LIMIT_HEADERS = (
     "retry-after",
+    "retry-after-ms",
     "x-ratelimit-remaining-requests",
     "x-ratelimit-remaining-tokens",
     "x-ratelimit-reset-requests",
@@ -74,8 +76,16 @@ class StreamOutcome:
     opening: bytearray = field(default_factory=bytearray)  # the body's first bytes while no event has come
 
 
-def stream_call(conn: Connection, adapter: Adapter, req: HttpRequest) -> StreamOutcome:
-    """Perform one attempt. Never raises for network or protocol trouble: it is classified in the outcome."""
+FirstOutput = Callable[[], None]
+
+
+def stream_call(
+    conn: Connection, adapter: Adapter, req: HttpRequest, on_first_output: FirstOutput | None = None
+) -> StreamOutcome:
+    """Perform one attempt. Never raises for network or protocol trouble: it is classified in the outcome.
+
+    `on_first_output` is called once, when the first output arrives (hedging waits on it). An attempt whose
+    connection was cancelled (`Connection.cancel`: a hedge that lost) ends as `cancelled`, keeping what it received."""
     out = StreamOutcome()
     out.t0 = perf_counter()
     deadline = Deadline(out.t0, conn.timeouts)
@@ -83,12 +93,15 @@ def stream_call(conn: Connection, adapter: Adapter, req: HttpRequest) -> StreamO
     try:
         resp = _send(out, conn, req, deadline)
         if resp is not None:
-            _read_response(out, conn, resp, adapter, deadline)
+            _read_response(out, conn, resp, adapter, deadline, on_first_output)
     except Exception as exc:  # a bug of ours: counted as an attempt, never lost
         out.status, out.message = ErrorClass.INTERNAL_ERROR, f"{type(exc).__name__}: {short(str(exc))}"
         _UNFORESEEN.error("loadlib failed on a response (%s); please report it", out.message, exc_info=exc)
     finally:
-        conn.finish(resp)
+        conn.finish(None if conn.cancelled else resp)  # a cancelled body was cut short: never reuse its socket
+    if conn.cancelled:
+        conn.cancelled = False
+        out.status, out.message = ErrorClass.CANCELLED, "cancelled: another attempt of the same request answered first"
     if out.e2e_ms is None:
         out.e2e_ms = (perf_counter() - out.t0) * 1000.0
     return out
@@ -189,16 +202,20 @@ def _parse_error(exc: HTTPParseError) -> str:
     return short(str(exc.args[0]) if exc.args else type(exc).__name__)
 
 
-def _read_response(out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline) -> None:
+def _read_response(
+    out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline, hook: FirstOutput | None
+) -> None:
     """The body, by kind: an error body, an event stream or a whole JSON body; trouble reading it is classified."""
     content_type = str(resp.get("content-type") or "")
     try:
         if (out.http_status or 0) >= 300:
             _read_error(out, conn, resp, adapter, dl)
         elif "text/event-stream" in content_type:
-            _read_stream(out, conn, resp, adapter, dl)
+            _read_stream(out, conn, resp, adapter, dl, hook)
         else:
             _read_other(out, conn, resp, adapter, dl, content_type)
+            if hook is not None and out.ttft_ms is not None:
+                hook()
     except DeadlineExceeded as exc:
         out.status, out.message = exc.status, str(exc)
     except OversizedError as exc:
@@ -262,11 +279,13 @@ def _read_error(out: StreamOutcome, conn: Connection, resp: Response, adapter: A
     out.status, out.message = err.error_class, err.message
 
 
-def _read_stream(out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline) -> None:
+def _read_stream(
+    out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline, hook: FirstOutput | None
+) -> None:
     parser = adapter.new_parser()
     decoder = SSEDecoder(conn.limits.line, conn.limits.event)
     try:
-        status, message, terminal = _stream_events(out, conn, resp, parser, decoder, dl)
+        status, message, terminal = _stream_events(out, conn, resp, parser, decoder, dl, hook)
     except UnsupportedAPIError as exc:
         out.status, out.message = ErrorClass.UNSUPPORTED_API, str(exc)
         out.result = parser.result()
@@ -293,6 +312,7 @@ def _stream_events(
     parser: StreamParser,
     decoder: SSEDecoder,
     dl: Deadline,
+    hook: FirstOutput | None = None,
 ) -> tuple[ErrorClass, str | None, bool]:
     """The hot loop: read, split into events, stamp the ones that carry output. Returns (status, message, whether
     the terminal event came)."""
@@ -338,6 +358,8 @@ def _stream_events(
                 t = (stamp - t0) * ms
                 if out.ttft_ms is None:
                     out.ttft_ms = t
+                    if hook is not None:
+                        hook()
                 stamps.append(t)
                 if flags & VISIBLE and out.ttfo_ms is None:
                     out.ttfo_ms = t

@@ -1,0 +1,287 @@
+"""One user-visible request over the pool: pick an endpoint, send, retry or hedge, feed the breakers
+(docs/failover.md, "A user-visible request").
+
+The dispatcher is per node (every user of a worker shares its breakers, router and retry budget, as the clients of
+one real service instance do). An attempt is performed by the caller's function, so the transport, the record and its
+report stay where they are; the dispatcher decides which endpoint each attempt goes to, whether another attempt may
+follow, how long to wait before it, and which attempt's answer the user got.
+"""
+
+from __future__ import annotations
+
+import gevent
+from gevent.event import Event
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+
+from loadlib.errors import ErrorClass
+from loadlib.failover.breaker import CircuitBreaker, Transition
+from loadlib.failover.client_faults import ClientFault
+from loadlib.failover.pool import PoolConfig
+from loadlib.failover.retry import RetryBudget, wait_before_retry
+from loadlib.failover.routing import Router, pick
+
+FirstOutput = Callable[[], None]
+
+
+@dataclass(slots=True)
+class Attempt:
+    """What the dispatcher needs of one attempt; `value` is the caller's (its record and parsed result)."""
+
+    endpoint: str
+    number: int
+    status: ErrorClass
+    t0: float  # perf_counter when it was sent
+    ttft_ms: float | None = None  # from its own t0
+    e2e_ms: float | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    hedge: bool = False
+    value: Any = None
+
+
+AttemptFn = Callable[[str, int, bool, "Handle | None"], Attempt]
+
+
+@dataclass(slots=True)
+class Delivery:
+    """The user-visible request: from the first attempt's start to the answer the user got (or the last failure)."""
+
+    preferred: str
+    start: float  # perf_counter
+    attempts: list[Attempt]
+    answered: Attempt | None  # None: no endpoint's breaker let a request through
+    hedged: bool = False
+
+    @property
+    def status(self) -> ErrorClass:
+        return self.answered.status if self.answered is not None else ErrorClass.CIRCUIT_OPEN
+
+    @property
+    def ok(self) -> bool:
+        return self.status is ErrorClass.OK
+
+    @property
+    def endpoint(self) -> str | None:
+        return self.answered.endpoint if self.answered is not None else None
+
+    @property
+    def failed_over(self) -> bool:
+        return self.ok and self.endpoint != self.preferred
+
+    @property
+    def ttft_ms(self) -> float | None:
+        """TTFT as the user saw it: from the first attempt's start to the first token of the answer."""
+        a = self.answered
+        if a is None or a.ttft_ms is None:
+            return None
+        return (a.t0 - self.start) * 1000.0 + a.ttft_ms
+
+    @property
+    def e2e_ms(self) -> float:
+        a = self.answered
+        if a is None or a.e2e_ms is None:
+            return 0.0
+        return (a.t0 - self.start) * 1000.0 + a.e2e_ms
+
+
+class Dispatcher:
+    """The node's breakers, router and retry budget, and the loop of one user-visible request."""
+
+    def __init__(
+        self,
+        pool: PoolConfig,
+        on_transition: Callable[[Transition], None] | None = None,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.pool = pool
+        self.rng = rng or random.Random()
+        names = pool.names
+        self.breakers = {n: CircuitBreaker(n, pool.breaker, clock, on_transition) for n in names}
+        specs = pool.endpoints
+        self.router = Router(names, pool.policy, [e.priority for e in specs], [e.weight for e in specs], self.rng)
+        self.budget = RetryBudget(pool.retry.budget, pool.retry.budget_window_s, clock)
+        self.hedge_after_s = pool.hedge_after_ms / 1000.0 if len(names) > 1 else 0.0
+        self.hedges = self.hedges_won = 0
+        self.faults: dict[str, ClientFault] = {}
+        self.clock = clock
+
+    def fault(self, name: str) -> ClientFault | None:
+        """The client-side drill fault an attempt to `name` meets now, if any (see loadlib.failover.client_faults)."""
+        fault = self.faults.get(name) if self.faults else None
+        if fault is None or not fault.active(self.clock()):
+            return None
+        return fault if fault.hits(self.rng) else None
+
+    def admit(self, name: str) -> int | None:
+        return self.breakers[name].admit()
+
+    def send(self, attempt: AttemptFn, sleep: Callable[[float], Any] = gevent.sleep) -> Delivery:
+        """Run one user-visible request to its end. Never raises for a failed attempt."""
+        self.budget.request()
+        order = self.router.order()
+        delivery = Delivery(order[0], perf_counter(), [], None)
+        tried: list[str] = []
+        while True:
+            picked = pick(order, self.admit, tried)
+            if picked is None:
+                return delivery
+            name, permit = picked
+            if name in tried:
+                sleep(self._wait(delivery.answered))
+            answered = self._send_one(attempt, delivery, order, tried, name, permit)
+            delivery.answered = answered
+            if not self._may_retry(answered, len(delivery.attempts)):
+                return delivery
+
+    def _wait(self, last: Attempt | None) -> float:
+        """Before sending again to an endpoint this request already tried: Retry-After (capped) or the backoff."""
+        if last is None:
+            return 0.0
+        return wait_before_retry(last.number, last.headers, self.pool.retry, self.rng, time.time())
+
+    def _may_retry(self, last: Attempt, attempts: int) -> bool:
+        """Another attempt only for a retryable failure that showed the user nothing, within the attempts and the
+        budget (so a storm of 429s cannot multiply the load)."""
+        retry = self.pool.retry
+        if last.status is ErrorClass.OK or last.ttft_ms is not None or last.status not in retry.retry_on:
+            return False
+        return attempts < retry.max_attempts and self.budget.try_spend()
+
+    def _send_one(
+        self, attempt: AttemptFn, delivery: Delivery, order: list[str], tried: list[str], name: str, permit: int
+    ) -> Attempt:
+        """One attempt, or a hedged pair when hedging is on; returns the attempt whose answer the user got."""
+        tried.append(name)
+        number = len(delivery.attempts) + 1
+        if not self.hedge_after_s:
+            done = attempt(name, number, False, None)
+            self._settle(delivery, done, permit)
+            return done
+        return self._hedged(attempt, delivery, order, tried, name, permit)
+
+    def _settle(self, delivery: Delivery, done: Attempt, permit: int) -> None:
+        """The attempt's outcome to its breaker (a cancelled hedge loser tells nothing about its endpoint)."""
+        breaker = self.breakers[done.endpoint]
+        if done.status is ErrorClass.CANCELLED:
+            breaker.release(permit)
+        else:
+            breaker.record(permit, done.status)
+        delivery.attempts.append(done)
+
+    def _hedged(
+        self, attempt: AttemptFn, delivery: Delivery, order: list[str], tried: list[str], name: str, permit: int
+    ) -> Attempt:
+        """Send to `name`; without a first token within the hedge delay, send the same request to the next endpoint
+        too. The first to produce output wins and the other is cancelled (it stays a record: its tokens and cost
+        count). When one fails before any output, the other is simply awaited."""
+        race = _Race()
+        first = race.spawn(attempt, name, len(delivery.attempts) + 1, False, permit)
+        if race.first_output.wait(self.hedge_after_s) or first.ready():
+            return self._finish(delivery, race)
+        picked = self._hedge_target(order, tried)
+        if picked is not None:
+            tried.append(picked[0])
+            race.spawn(attempt, picked[0], len(delivery.attempts) + 2, True, picked[1])
+            delivery.hedged = True
+            self.hedges += 1
+        return self._finish(delivery, race)
+
+    def _hedge_target(self, order: list[str], tried: list[str]) -> tuple[str, int] | None:
+        """The next endpoint not tried whose breaker admits, if the retry budget allows one more attempt."""
+        others = [n for n in order if n not in tried]
+        picked = pick(others, self.admit, ()) if others else None
+        if picked is None:
+            return None
+        if not self.budget.try_spend():
+            self.breakers[picked[0]].release(picked[1])  # the permit goes back unused
+            return None
+        return picked
+
+    def _finish(self, delivery: Delivery, race: _Race) -> Attempt:
+        """Wait for the winner, cancel the loser, settle both; the winner's answer is the user's."""
+        winner = race.winner()
+        race.cancel_all_but(winner)
+        gevent.joinall([r.greenlet for r in race.runners])
+        for r in race.runners:
+            self._settle(delivery, r.result(), r.permit)
+        delivery.attempts.sort(key=lambda a: a.number)
+        answered = winner.result()
+        if answered.hedge and answered.status is ErrorClass.OK:
+            self.hedges_won += 1
+        return answered
+
+
+class Handle:
+    """An attempt's part in a race: the attempt function registers its connection while it streams (so a loser can
+    be cancelled) and calls `first_output` when its first output arrives."""
+
+    __slots__ = ("cancelled", "conn", "first_output")
+
+    def __init__(self, first_output: FirstOutput) -> None:
+        self.first_output = first_output
+        self.cancelled = Event()
+        self.conn: Any = None
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+        if self.conn is not None:
+            self.conn.cancel()
+
+
+@dataclass(slots=True)
+class _Runner:
+    greenlet: gevent.Greenlet
+    handle: Handle
+    permit: int
+    endpoint: str
+    number: int
+
+    def result(self) -> Attempt:
+        """The attempt's outcome; an attempt function that raised (a bug of ours) is still one counted attempt."""
+        value = self.greenlet.value
+        if isinstance(value, Attempt):
+            return value
+        return Attempt(self.endpoint, self.number, ErrorClass.INTERNAL_ERROR, 0.0)
+
+
+class _Race:
+    """Attempts of one request running side by side; `first_output` is set by the first to produce output."""
+
+    def __init__(self) -> None:
+        self.first_output = Event()
+        self.runners: list[_Runner] = []
+        self.leader: _Runner | None = None
+
+    def spawn(self, attempt: AttemptFn, name: str, number: int, hedge: bool, permit: int) -> gevent.Greenlet:
+        runner: list[_Runner] = []
+
+        def on_first() -> None:
+            if self.leader is None:
+                self.leader = runner[0]
+                self.first_output.set()
+
+        handle = Handle(on_first)
+        g = gevent.spawn(attempt, name, number, hedge, handle)
+        runner.append(_Runner(g, handle, permit, name, number))
+        self.runners.append(runner[0])
+        return g
+
+    def winner(self) -> _Runner:
+        """The first to produce output, or (when none did) the latest sent, once every attempt has ended."""
+        while self.leader is None:
+            pending = [r.greenlet for r in self.runners if not r.greenlet.ready()]
+            if not pending:
+                return self.runners[-1]
+            gevent.wait([*pending, self.first_output], count=1)
+        return self.leader
+
+    def cancel_all_but(self, winner: _Runner) -> None:
+        for r in self.runners:
+            if r is not winner and not r.greenlet.ready():
+                r.handle.cancel()

@@ -1,0 +1,43 @@
+"""UserRequest: the user-visible request, from its first attempt's start to the answer the user got
+(docs/records.md, "User-visible requests").
+
+Attempts are RequestRecords, each counted on its own; a user-visible request groups them: the outcome the user saw,
+the endpoint that answered, how many attempts it took, and latency and TTFT as the user experienced them (a retry's
+wait and a failed first attempt included). With one endpoint, no retries and no hedging, it equals its one attempt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loadlib.errors import ErrorClass
+
+
+@dataclass(frozen=True, slots=True)
+class UserRequest:
+    run_id: str
+    scenario: str
+    worker_id: str
+    request_id: str  # its first attempt's request_id (attempt records carry it as user_request_id)
+    start_unix_ns: int
+    preferred: str  # the endpoint the routing policy chose first
+    endpoint: str | None  # the endpoint whose answer the user got; None when no breaker let a request through
+    status: ErrorClass
+    attempts: int
+    e2e_ms: float
+    ttft_ms: float | None
+    hedged: bool = False
+    error_message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is ErrorClass.OK
+
+    @property
+    def failed_over(self) -> bool:
+        """Answered, and by another endpoint than the policy's first choice."""
+        return self.ok and self.endpoint != self.preferred
+
+    @property
+    def end_unix(self) -> float:
+        return self.start_unix_ns / 1e9 + self.e2e_ms / 1000.0

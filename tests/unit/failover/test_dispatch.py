@@ -1,0 +1,166 @@
+"""The dispatcher's loop of one user-visible request, with attempt functions that stand in for the transport: which
+endpoint each attempt goes to, when a retry may follow and how long it waits, the budget under a 429 storm, the
+breakers it feeds, and hedging's winner and loser."""
+
+from __future__ import annotations
+
+import gevent
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from loadlib.errors import ErrorClass
+from loadlib.failover.breaker import BreakerConfig, State
+from loadlib.failover.dispatch import Attempt, Dispatcher, Handle
+from loadlib.failover.pool import EndpointSpec, PoolConfig
+from loadlib.failover.retry import RetryConfig
+
+OK, E503, E429 = ErrorClass.OK, ErrorClass.HTTP_5XX, ErrorClass.RATE_LIMITED
+
+
+def pool(*names: str, **kw: Any) -> PoolConfig:
+    specs = tuple(EndpointSpec(name=n, base_url=f"http://127.0.0.1:9/{n}", priority=i + 1) for i, n in enumerate(names))
+    return PoolConfig(endpoints=specs, **kw)
+
+
+def scripted(outcomes: dict[str, list[ErrorClass]], ttft: float | None = None) -> tuple[Callable, list[Attempt]]:
+    """An attempt function answering each endpoint's attempts from its script (the last entry repeats)."""
+    sent: list[Attempt] = []
+
+    def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+        script = outcomes[name]
+        status = script.pop(0) if len(script) > 1 else script[0]
+        done = Attempt(name, number, status, time.perf_counter(), ttft if status is OK else None, 5.0, hedge=hedge)
+        sent.append(done)
+        return done
+
+    return attempt, sent
+
+
+def no_sleep(waits: list[float]) -> Callable[[float], None]:
+    return waits.append
+
+
+def test_a_pool_of_one_without_retries_is_one_attempt() -> None:
+    d = Dispatcher(pool("only"), rng=random.Random(1))
+    attempt, sent = scripted({"only": [E503]})
+    delivery = d.send(attempt, no_sleep([]))
+    assert len(sent) == 1 and delivery.status is E503 and delivery.preferred == "only"
+
+
+def test_a_failed_attempt_is_retried_on_the_next_endpoint_at_once() -> None:
+    d = Dispatcher(pool("primary", "secondary", retry=RetryConfig(max_attempts=3, budget=1.0)), rng=random.Random(1))
+    attempt, sent = scripted({"primary": [E503], "secondary": [OK]}, ttft=10.0)
+    waits: list[float] = []
+    delivery = d.send(attempt, no_sleep(waits))
+    assert [a.endpoint for a in sent] == ["primary", "secondary"] and waits == []
+    assert delivery.ok and delivery.failed_over and delivery.endpoint == "secondary"
+
+
+def test_no_retry_once_output_reached_the_user() -> None:
+    d = Dispatcher(pool("primary", "secondary", retry=RetryConfig(max_attempts=3, budget=1.0)))
+
+    def broken_after_tokens(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+        return Attempt(name, number, ErrorClass.STREAM_BROKEN, time.perf_counter(), ttft_ms=12.0, e2e_ms=40.0)
+
+    delivery = d.send(broken_after_tokens, no_sleep([]))
+    assert len(delivery.attempts) == 1 and delivery.status is ErrorClass.STREAM_BROKEN
+
+
+def test_a_not_retryable_class_is_not_retried() -> None:
+    d = Dispatcher(pool("primary", "secondary", retry=RetryConfig(max_attempts=3, budget=1.0)))
+    attempt, sent = scripted({"primary": [ErrorClass.SCHEMA_INVALID], "secondary": [OK]})
+    assert d.send(attempt, no_sleep([])).status is ErrorClass.SCHEMA_INVALID and len(sent) == 1
+
+
+def test_retry_after_is_honoured_on_the_same_endpoint_within_ten_percent() -> None:
+    """Real time: the wait between a 429 carrying Retry-After 0.3 s and the retry to the same endpoint."""
+    d = Dispatcher(pool("only", retry=RetryConfig(max_attempts=2, budget=1.0, retry_after_max_s=5)))
+    stamps: list[float] = []
+
+    def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+        stamps.append(time.perf_counter())
+        status = E429 if number == 1 else OK
+        done = Attempt(name, number, status, stamps[-1], 5.0 if status is OK else None, 6.0)
+        done.headers = {"retry-after": "1", "retry-after-ms": "300"}
+        return done
+
+    assert d.send(attempt).ok
+    waited = stamps[1] - stamps[0]
+    assert 0.3 <= waited <= 0.33, waited
+
+
+def test_under_a_429_storm_attempts_per_request_stay_within_one_plus_the_budget() -> None:
+    budget = 0.2
+    never_open = BreakerConfig(failures=0, failure_rate=0)  # the breakers would end the storm by themselves
+    retry = RetryConfig(max_attempts=5, budget=budget)
+    d = Dispatcher(pool("a", "b", retry=retry, breaker=never_open), rng=random.Random(3))
+    attempt, sent = scripted({"a": [E429], "b": [E429]})
+    requests = 2000
+    for _ in range(requests):
+        d.send(attempt, no_sleep([]))
+    assert len(sent) <= requests * (1 + budget)
+    assert len(sent) > requests * (1 + budget * 0.9)  # the budget is used, not just respected
+
+
+def test_the_breaker_opens_on_5xx_and_routes_around_but_not_on_schema_invalid() -> None:
+    cfg = BreakerConfig(failures=3, failure_rate=0, cooldown_s=60)
+    d = Dispatcher(pool("primary", "secondary", breaker=cfg))
+    attempt, sent = scripted({"primary": [ErrorClass.SCHEMA_INVALID], "secondary": [OK]})
+    for _ in range(5):
+        d.send(attempt, no_sleep([]))
+    assert d.breakers["primary"].state is State.CLOSED
+    attempt, sent = scripted({"primary": [E503], "secondary": [OK]})
+    for _ in range(5):
+        d.send(attempt, no_sleep([]))
+    assert d.breakers["primary"].state is State.OPEN
+    assert [a.endpoint for a in sent] == ["primary"] * 3 + ["secondary"] * 2
+
+
+def test_every_breaker_open_fails_the_request_unsent() -> None:
+    cfg = BreakerConfig(failures=1, failure_rate=0, cooldown_s=60)
+    d = Dispatcher(pool("only", breaker=cfg))
+    attempt, sent = scripted({"only": [E503]})
+    d.send(attempt, no_sleep([]))
+    delivery = d.send(attempt, no_sleep([]))
+    assert delivery.status is ErrorClass.CIRCUIT_OPEN and delivery.attempts == [] and len(sent) == 1
+
+
+def test_half_open_lets_exactly_the_configured_probes_through() -> None:
+    now = [0.0]
+    cfg = BreakerConfig(failures=1, failure_rate=0, cooldown_s=5, probes=2)
+    d = Dispatcher(pool("only", breaker=cfg), clock=lambda: now[0])
+    attempt, _ = scripted({"only": [E503]})
+    d.send(attempt, no_sleep([]))
+    now[0] = 6.0
+    permits = [d.admit("only") for _ in range(4)]
+    assert [p is not None for p in permits] == [True, True, False, False]
+
+
+@pytest.mark.parametrize("primary_ttft_s", [0.3])
+def test_hedging_the_first_token_wins_and_the_loser_is_cancelled_but_counted(primary_ttft_s: float) -> None:
+    """Real greenlets: the primary's first token would come after 300 ms, the hedge is sent after 50 ms and answers
+    in 20 ms; the user's TTFT is the hedge's, the primary is cancelled and still an attempt."""
+    d = Dispatcher(pool("primary", "secondary", hedge_after_ms=50.0, retry=RetryConfig(budget=1.0)))
+
+    def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+        assert handle is not None
+        t0 = time.perf_counter()
+        delay = primary_ttft_s if name == "primary" else 0.02
+        if handle.cancelled.wait(delay):
+            return Attempt(name, number, ErrorClass.CANCELLED, t0, None, (time.perf_counter() - t0) * 1000, hedge=hedge)
+        ttft = (time.perf_counter() - t0) * 1000
+        handle.first_output()
+        gevent.sleep(0.01)
+        return Attempt(name, number, OK, t0, ttft, (time.perf_counter() - t0) * 1000, hedge=hedge)
+
+    delivery = d.send(attempt)
+    statuses = {a.endpoint: a.status for a in delivery.attempts}
+    assert statuses == {"primary": ErrorClass.CANCELLED, "secondary": OK}
+    assert delivery.endpoint == "secondary" and delivery.hedged and d.hedges == 1 and d.hedges_won == 1
+    assert 65 <= delivery.ttft_ms < 150, delivery.ttft_ms  # 50 ms hedge delay + 20 ms first token (+ scheduling)
+    assert d.breakers["primary"].state is State.CLOSED
