@@ -153,6 +153,14 @@ class FailoverPart(NodePart):
         else:
             faults.pop(endpoint, None)
 
+    def write_drills(self) -> None:
+        """The master's (or local runner's) drill figures as `llm_drill` points, at test stop while the sink is
+        open: exact but for a worker's last report, which may come after (the JSON summary has it)."""
+        if self.pool is None or not self.pool.drills:
+            return
+        for f in drill_figures(self.ledger, self.pool.targets):
+            self.sinks.drill(f)
+
     # reports
 
     def ship(self) -> Any:

@@ -208,6 +208,7 @@ def _quiet_gc() -> None:
 def on_test_stop(ctx: RunContext) -> None:
     if ctx.drills is not None:
         ctx.drills.stop()
+        ctx.failover.write_drills()
     ctx.stop()
 
 

@@ -67,6 +67,10 @@ class SinkPart(NodePart):
         if self.sink is not None:
             self.sink.submit_event(kind, endpoint, message, worker=self.node)
 
+    def drill(self, figures: dict[str, Any]) -> None:
+        if self.sink is not None:
+            self.sink.submit_drill(figures["index"], figures["endpoint"], figures["fault"], figures)
+
     def breaker(self, endpoint: str, state: int) -> None:
         if self.sink is not None:
             self.sink.submit_breaker(endpoint, state)

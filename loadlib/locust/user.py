@@ -313,7 +313,7 @@ class LLMUser(FastHttpUser):
         Always when the server sent no usage; for 1 in `every` requests otherwise, to measure the deviation."""
         result = outcome.result
         if result is None:
-            return None
+            return 0 if outcome.status is ErrorClass.CANCELLED else None  # a hedge cancelled before any output
         has_usage = result.usage is not None and result.usage.completion_tokens is not None
         if has_usage and (every <= 0 or self._requests % every):
             return None

@@ -1,18 +1,29 @@
-"""The LLM tab of the Locust web UI: live TTFT / TTFO / TPOT / ITL / E2E percentiles, tokens and cost per
-scenario and endpoint, plus the client-saturation verdict, and under it every node part's lines of the summary
-(scenario results, sink counts, warnings). Data rides on the UI's own `/stats/requests` poll."""
+"""The LLM tabs of the Locust web UI: live TTFT / TTFO / TPOT / ITL / E2E percentiles, tokens and cost per
+scenario and endpoint, plus the client-saturation verdict; every node part's lines of the summary (scenario results,
+user-visible requests, breaker states, drill figures, sink counts, warnings); and the failover events (breaker
+transitions, failover, failback, hedges, drills), newest first. Data rides on the UI's own `/stats/requests` poll."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import time
 from typing import Any
 
 from flask import Response, request
 
 TAB_KEY = "llm"
 NOTES_KEY = "llm_notes"
+EVENTS_KEY = "llm_events"
+EVENT_COLUMNS = [
+    ("time", "Time (UTC)"),
+    ("worker", "Node"),
+    ("kind", "Event"),
+    ("endpoint", "Endpoint"),
+    ("message", ""),
+]
+MAX_EVENT_ROWS = 200
 COLUMNS = [
     ("name", "Scenario @ endpoint"),
     ("requests", "Requests"),
@@ -89,10 +100,12 @@ def install_tab(environment: Any, ctx: Any) -> None:
     web_ui.template_args["extended_tabs"] = [
         {"title": "LLM", "key": TAB_KEY},
         {"title": "Run notes", "key": NOTES_KEY},
+        {"title": "Failover events", "key": EVENTS_KEY},
     ]
     web_ui.template_args["extended_tables"] = [
         {"key": TAB_KEY, "structure": [{"key": k, "title": t} for k, t in COLUMNS]},
         {"key": NOTES_KEY, "structure": [{"key": "note", "title": "Summary lines"}]},
+        {"key": EVENTS_KEY, "structure": [{"key": k, "title": t} for k, t in EVENT_COLUMNS]},
     ]
     web_ui.template_args["extended_csv_files"] = [{"href": "/llm/csv", "title": "Download LLM statistics CSV"}]
     app = web_ui.app
@@ -109,6 +122,7 @@ def install_tab(environment: Any, ctx: Any) -> None:
         payload["extended_stats"] = [
             {"key": TAB_KEY, "data": table_rows(summary)},
             {"key": NOTES_KEY, "data": notes},
+            {"key": EVENTS_KEY, "data": event_rows(summary, ctx.redact)},
         ]
         response.set_data(json.dumps(payload))
         return response
@@ -129,3 +143,16 @@ def install_tab(environment: Any, ctx: Any) -> None:
             mimetype="text/csv",
             headers={"Content-Disposition": "attachment;filename=llm_stats.csv"},
         )
+
+
+def event_rows(summary: dict[str, Any], redact: Any = str) -> list[dict[str, Any]]:
+    """The failover events of the summary, newest first (at most MAX_EVENT_ROWS), as rows of the events tab."""
+    events = (summary.get("failover") or {}).get("events") or []
+    rows = []
+    for e in reversed(events[-MAX_EVENT_ROWS:]):
+        stamp = time.strftime("%H:%M:%S", time.gmtime(e["at"])) + f".{int(e['at'] % 1 * 1000):03d}"
+        row = {"time": stamp, "worker": e["worker"], "kind": e["kind"], "endpoint": e["endpoint"]}
+        row["message"] = redact(str(e["message"]))
+        row["safe_name"] = f"{stamp} {e['kind']}"
+        rows.append(row)
+    return rows

@@ -290,6 +290,9 @@ def _read_stream(
         out.status, out.message = ErrorClass.UNSUPPORTED_API, str(exc)
         out.result = parser.result()
         return
+    except Exception:
+        out.result = parser.result()  # what arrived before the stream broke (or was cancelled) was still generated
+        raise
     result = out.result = parser.result()
     if out.e2e_ms is None:
         out.e2e_ms = (perf_counter() - out.t0) * 1000.0

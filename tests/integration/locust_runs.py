@@ -53,7 +53,11 @@ def free_port() -> int:
 
 
 def run_distributed(
-    *args: str, workers: int = 2, timeout: float = 120, during: Callable[[], None] | None = None
+    *args: str,
+    workers: int = 2,
+    timeout: float = 120,
+    during: Callable[[], None] | None = None,
+    locustfile: str = "locustfiles/chat.py",
 ) -> tuple[int, str, float]:
     """A real headless master plus `workers` real worker processes on loopback; `during()` runs in a thread while the
     test runs. Returns (master exit code, master stderr, wall seconds); every process is reaped or killed."""
@@ -72,6 +76,7 @@ def run_distributed(
             "--master-bind-port",
             str(port),
             *args,
+            locustfile=locustfile,
         ),
         cwd=ROOT,
         env=env(),
@@ -81,7 +86,7 @@ def run_distributed(
     )
     procs = [
         subprocess.Popen(
-            locust_cmd("--worker", "--master-host", "127.0.0.1", "--master-port", str(port)),
+            locust_cmd("--worker", "--master-host", "127.0.0.1", "--master-port", str(port), locustfile=locustfile),
             cwd=ROOT,
             env=env(),
             stdout=subprocess.DEVNULL,

@@ -116,3 +116,36 @@ def test_a_summary_that_cannot_be_written_at_the_end_keeps_the_table_and_fails_t
     assert proc.returncode == 2, stderr[-2000:]
     assert "LLM summary of run" in stdout, "the table is printed all the same"
     assert "cannot write the LLM summary" in stderr and "Traceback" not in stderr
+
+
+POOL_OK = {"endpoints": [{"name": "primary", "mock": {}}, {"name": "secondary", "mock": {}}]}
+
+
+def pool_with(**changes: object) -> str:
+    return json.dumps({**POOL_OK, **changes})
+
+
+@pytest.mark.parametrize(
+    ("pool", "words"),
+    [
+        (pool_with(drills=[{"endpoint": "tertiary", "fault": "http_503", "at": 5, "for": 5}]), "tertiary"),
+        (pool_with(endpoints=[{"name": "a", "mock": {}}, {"name": "a", "mock": {}}]), "repeats 'a'"),
+        (pool_with(endpoints=[{"name": "a", "mock": {}, "weight": 0}]), "weight"),
+        (
+            pool_with(endpoints=[{"name": "real", "base_url": "http://127.0.0.1:9/v1", "key_env": "NO_SUCH_KEY_VAR"}]),
+            "NO_SUCH_KEY_VAR",
+        ),
+        (pool_with(drills=[{"endpoint": "primary", "fault": "meltdown", "at": 5, "for": 5}]), "meltdown"),
+        (pool_with(policy="round_robin"), "round_robin"),
+        ("{endpoints: [", "--llm-pool"),
+    ],
+    ids=["unknown-endpoint", "duplicate", "weight", "missing-key", "unknown-fault", "policy", "yaml"],
+)
+def test_a_bad_pool_or_drill_is_one_line_before_any_mock_starts(pool: str, words: str) -> None:
+    line = refused("--llm-pool", pool)
+    assert words in line, line
+
+
+def test_a_bad_drill_option_is_one_line() -> None:
+    line = refused("--llm-drill", "mock:explode@5s+5s")
+    assert "explode" in line, line

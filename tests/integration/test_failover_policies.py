@@ -1,0 +1,74 @@
+"""Failover policies in real Locust runs against real mock processes: hedging (the winner's first token is the
+user's TTFT, the cancelled loser stays a record with its cost), and a 429 storm that the retry budget keeps from
+multiplying the load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from loadlib.mock import MockConfig, start_subprocess
+from tests.integration.locust_runs import headless, load, locust_cmd, run
+
+pytestmark = pytest.mark.integration
+HEDGE_AFTER_MS = 100.0
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_hedging_first_token_wins_and_the_loser_is_counted(tmp_path: Path) -> None:
+    slow, fast = MockConfig(ttft_ms=600, itl_ms=5, output_tokens=8), MockConfig(ttft_ms=30, itl_ms=5, output_tokens=8)
+    with start_subprocess(slow) as primary, start_subprocess(fast) as secondary:
+        pool = {
+            "endpoints": [
+                {"name": "primary", "base_url": primary.url + "/v1", "key_env": "none"},
+                {"name": "secondary", "base_url": secondary.url + "/v1", "key_env": "none", "priority": 2},
+            ],
+            "hedge": {"after_ms": HEDGE_AFTER_MS},
+            "retry": {"budget": 1.0},
+        }
+        summary, recs = tmp_path / "s.json", tmp_path / "r.jsonl"
+        proc = run(
+            locust_cmd(
+                *headless(2, 5),
+                *("--llm-pool", json.dumps(pool), "--llm-summary", str(summary), "--llm-records", str(recs)),
+            ),
+            timeout=90,
+        )
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    users = load(summary)["failover"]["user_requests"]
+    assert users["requests"] > 5 and users["errors"] == 0 and users["hedged"] == users["requests"]
+    ttft = users["ttft_ms"]["p50"]
+    assert HEDGE_AFTER_MS + 30 <= ttft < HEDGE_AFTER_MS + 30 + 60, ttft  # hedge delay + the fast endpoint's TTFT
+    by_status: dict[str, list[dict]] = {}
+    for r in records(recs):
+        by_status.setdefault(r["status"], []).append(r)
+    losers, winners = by_status["cancelled"], by_status["ok"]
+    assert all(r["endpoint"] == "primary" and not r["hedge"] for r in losers)
+    assert all(r["endpoint"] == "secondary" and r["hedge"] for r in winners)
+    assert all(r["cost_usd"] and r["cost_usd"] > 0 for r in losers), "the loser's prompt was billed"
+    assert {r["user_request_id"] for r in losers} >= {r["user_request_id"] for r in winners} - {None}
+
+
+def test_a_429_storm_stays_within_one_plus_the_budget(tmp_path: Path) -> None:
+    budget = 0.25
+    storm = MockConfig(ttft_ms=5, itl_ms=1, output_tokens=4, fault="rate_limit", retry_after_s=0.01)
+    with start_subprocess(storm) as mock:
+        summary = tmp_path / "s.json"
+        proc = run(
+            locust_cmd(
+                *headless(8, 5),
+                *("--host", mock.url + "/v1", "--llm-api-key-env", "none", "--llm-summary", str(summary)),
+                *("--llm-max-attempts", "5", "--llm-retry-budget", str(budget)),
+            ),
+            timeout=90,
+        )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    users = load(summary)["failover"]["user_requests"]
+    assert users["requests"] > 50 and users["ok"] == 0
+    assert users["attempts"] <= users["requests"] * (1 + budget)
+    assert users["attempts"] > users["requests"] * (1 + budget * 0.5), users  # the budget was used
