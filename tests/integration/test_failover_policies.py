@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.request import urlopen
 
 import pytest
 
@@ -72,3 +73,37 @@ def test_a_429_storm_stays_within_one_plus_the_budget(tmp_path: Path) -> None:
     assert users["requests"] > 50 and users["ok"] == 0
     assert users["attempts"] <= users["requests"] * (1 + budget)
     assert users["attempts"] > users["requests"] * (1 + budget * 0.5), users  # the budget was used
+
+
+def test_a_client_side_drill_breaks_a_real_endpoint_without_touching_it(tmp_path: Path) -> None:
+    """An endpoint without an admin API is broken by the pool itself: attempts in the window never leave the client,
+    the breaker opens, the secondary answers, and the primary gets its traffic back after the window."""
+    cfg = MockConfig(ttft_ms=20, itl_ms=2, output_tokens=8)
+    with start_subprocess(cfg) as primary, start_subprocess(cfg) as secondary:
+        pool = {
+            "endpoints": [
+                {"name": "primary", "base_url": primary.url + "/v1", "key_env": "none"},
+                {"name": "secondary", "base_url": secondary.url + "/v1", "key_env": "none", "priority": 2},
+            ],
+            "breaker": {"failures": 3, "cooldown_s": 1},
+            "retry": {"max_attempts": 2, "budget": 1.0},
+            "drills": [{"endpoint": "primary", "fault": "refuse", "at": 2, "for": 3}],
+        }
+        summary, recs = tmp_path / "s.json", tmp_path / "r.jsonl"
+        proc = run(
+            locust_cmd(
+                *headless(4, 8),
+                *("--llm-pool", json.dumps(pool), "--llm-summary", str(summary), "--llm-records", str(recs)),
+            ),
+            timeout=90,
+        )
+        served_by_primary = json.loads(urlopen(primary.url + "/mock/stats", timeout=5).read())["requests"]
+    assert proc.returncode == 0, proc.stderr[-3000:]  # the drill's verdict decides
+    data = load(summary)["failover"]
+    refused = [r for r in records(recs) if (r["error_message"] or "").startswith("drill (client-side)")]
+    assert refused and all(r["endpoint"] == "primary" and r["status"] == "connect_error" for r in refused)
+    sent_to_primary = sum(1 for r in records(recs) if r["endpoint"] == "primary")
+    assert sent_to_primary - len(refused) <= served_by_primary <= sent_to_primary - len(refused) + 4
+    kinds = {e["kind"] for e in data["events"]}
+    assert {"drill_start", "drill_stop", "circuit_open", "failover", "failback"} <= kinds
+    assert data["drills"][0]["passed"], data["drills"][0]
