@@ -8,6 +8,7 @@ this part logs them, keeps them for the summary and the web UI, and the sink par
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -158,7 +159,7 @@ class FailoverPart(NodePart):
         open: exact but for a worker's last report, which may come after (the JSON summary has it)."""
         if self.pool is None or not self.pool.drills:
             return
-        for f in drill_figures(self.ledger, self.pool.targets):
+        for f in drill_figures(self.ledger, _applicable(self.pool)):
             self.sinks.drill(f)
 
     # reports
@@ -180,7 +181,7 @@ class FailoverPart(NodePart):
 
     def summarize(self, summary: dict[str, Any]) -> None:
         attempts = int((summary.get("total") or {}).get("requests") or 0)
-        targets = self.pool.targets if self.pool is not None else None
+        targets = _applicable(self.pool)
         figures = drill_figures(self.ledger, targets) if targets is not None else []
         summary["failover"] = {
             "pool": _describe(self.pool),
@@ -210,6 +211,16 @@ def _active(pool: PoolConfig | None) -> bool:
     if pool is None:
         return False
     return len(pool.endpoints) > 1 or pool.retry.max_attempts > 1 or pool.hedge_after_ms > 0 or bool(pool.drills)
+
+
+def _applicable(pool: PoolConfig | None) -> Any:
+    """The pool's targets that can apply: a pool of one has nowhere to fail over to (its drill still has a
+    failback, the endpoint's first answer after the window, and user-visible errors)."""
+    if pool is None:
+        return None
+    if len(pool.endpoints) == 1:
+        return dataclasses.replace(pool.targets, failover_within_s=None)
+    return pool.targets
 
 
 def _describe(pool: PoolConfig | None) -> dict[str, Any] | None:
