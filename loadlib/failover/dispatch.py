@@ -182,7 +182,7 @@ class Dispatcher:
         count). When one fails before any output, the other is simply awaited."""
         race = _Race()
         first = race.spawn(attempt, name, len(delivery.attempts) + 1, False, permit)
-        if race.first_output.wait(self.hedge_after_s) or first.ready():
+        if race.wait_first(first, self.hedge_after_s):  # output came, or the attempt ended (a retry may follow)
             return self._finish(delivery, race)
         picked = self._hedge_target(order, tried)
         if picked is not None:
@@ -271,6 +271,17 @@ class _Race:
         runner.append(_Runner(g, handle, permit, name, number))
         self.runners.append(runner[0])
         return g
+
+    def wait_first(self, first: gevent.Greenlet, delay_s: float) -> bool:
+        """Wait up to `delay_s` for output or for `first` to end; whether either happened. The deadline is kept on
+        perf_counter: the loop's timers may fire early against it while its cached clock is stale."""
+        deadline = perf_counter() + delay_s
+        while not (self.first_output.is_set() or first.ready()):
+            left = deadline - perf_counter()
+            if left <= 0:
+                return False
+            gevent.wait([self.first_output, first], timeout=left, count=1)
+        return True
 
     def winner(self) -> _Runner:
         """The first to produce output, or (when none did) the latest sent, once every attempt has ended."""

@@ -99,11 +99,13 @@ class LLMUser(FastHttpUser):
         return 0.0
 
     def run(self) -> None:
-        """Open this user's connection before its first timed request (unless --llm-cold-connect): a burst of users
+        """Open this user's connection to each endpoint of the pool before its first timed request (unless
+        --llm-cold-connect; one that cannot connect now is tried again by its first request): a burst of users
         starting together would otherwise put their connection set-up, and the server's accept queue, into the first
         requests' TTFT, measuring the load generator's start-up instead of the endpoint."""
         if not self.settings.cold_connect:
-            self.connection().preconnect()
+            for name in self.settings.targets:
+                self.connection(name).preconnect()
         super().run()
 
     def on_stop(self) -> None:

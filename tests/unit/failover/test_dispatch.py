@@ -164,3 +164,21 @@ def test_hedging_the_first_token_wins_and_the_loser_is_cancelled_but_counted(pri
     assert delivery.endpoint == "secondary" and delivery.hedged and d.hedges == 1 and d.hedges_won == 1
     assert 65 <= delivery.ttft_ms < 150, delivery.ttft_ms  # 50 ms hedge delay + 20 ms first token (+ scheduling)
     assert d.breakers["primary"].state is State.CLOSED
+
+
+def test_with_hedging_a_fast_failure_is_retried_without_waiting_for_the_hedge_delay() -> None:
+    d = Dispatcher(pool("primary", "secondary", hedge_after_ms=500.0, retry=RetryConfig(max_attempts=2, budget=1.0)))
+
+    def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+        t0 = time.perf_counter()
+        gevent.sleep(0.005)
+        if name == "primary":
+            return Attempt(name, number, E503, t0, None, 5.0)
+        assert handle is not None
+        handle.first_output()
+        return Attempt(name, number, OK, t0, 5.0, 6.0)
+
+    start = time.perf_counter()
+    delivery = d.send(attempt)
+    assert delivery.ok and delivery.endpoint == "secondary" and not delivery.hedged
+    assert time.perf_counter() - start < 0.25  # far below the 500 ms hedge delay
