@@ -186,10 +186,17 @@ class CircuitBreaker:
     # -- closed --------------------------------------------------------------------------------------------------------
 
     def _record_closed(self, status: ErrorClass, failed: bool) -> None:
+        """Only a failure can trip the breaker (a success never raises the failure share); a success costs a window
+        entry and no more."""
+        if not failed:
+            self._consecutive = 0
+            if self._rate_on:
+                self._window.add(self.clock(), False)
+            return
         now = self.clock()
-        self._consecutive = self._consecutive + 1 if failed else 0
+        self._consecutive += 1
         if self._rate_on:
-            self._window.add(now, failed)
+            self._window.add(now, True)
         reason = self._trip_reason(status)
         if reason is not None:
             self._open(now, reason)

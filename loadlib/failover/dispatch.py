@@ -110,6 +110,7 @@ class Dispatcher:
         self.hedges = self.hedges_won = 0
         self.faults: dict[str, ClientFault] = {}
         self.clock = clock
+        self.only = names[0] if _single_path(pool) else None
 
     def fault(self, name: str) -> ClientFault | None:
         """The client-side drill fault an attempt to `name` meets now, if any (see loadlib.failover.client_faults)."""
@@ -123,6 +124,9 @@ class Dispatcher:
 
     def send(self, attempt: AttemptFn, sleep: Callable[[float], Any] = gevent.sleep) -> Delivery:
         """Run one user-visible request to its end. Never raises for a failed attempt."""
+        if self.only is not None:  # one endpoint, one attempt, no breaker: nothing to decide (measured: bench/)
+            done = attempt(self.only, 1, False, None)
+            return Delivery(self.only, done.t0, [done], done)
         self.budget.request()
         order = self.router.order()
         delivery = Delivery(order[0], perf_counter(), [], None)
@@ -215,6 +219,13 @@ class Dispatcher:
         if answered.hedge and answered.status is ErrorClass.OK:
             self.hedges_won += 1
         return answered
+
+
+def _single_path(pool: PoolConfig) -> bool:
+    """A pool of one endpoint with one attempt per request, no hedging and a breaker that never opens."""
+    breaker = pool.breaker
+    never_opens = breaker.failures <= 0 and breaker.failure_rate <= 0
+    return len(pool.endpoints) == 1 and pool.retry.max_attempts <= 1 and never_opens
 
 
 class Handle:

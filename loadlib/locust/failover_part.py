@@ -59,24 +59,28 @@ class FailoverPart(NodePart):
         self.log, self.failed_over, self.flipped_at = [], {}, {}
         settings = ctx.settings
         self.pool = settings.pool if settings is not None else getattr(ctx, "pool", None)
+        self.active = _active(self.pool)
         if ctx.generates_load and settings is not None and settings.pool is not None:
             self.dispatcher = Dispatcher(settings.pool, on_transition=self.on_transition)
-            self.active = _active(settings.pool)
 
     def add(self, record: RequestRecord) -> None:
+        if not self.active:
+            return
         at = record.start_unix_ns / 1e9 + (record.e2e_ms or 0.0) / 1000.0
         self.ledger.attempt(record.endpoint, record.ok, at)
         self.ledger.quality(record.endpoint, record.status.value, record.output_tokens)
 
     def user_request(self, user: UserRequest, delivery: Delivery) -> None:
-        """One user-visible request ended on this node."""
+        """One user-visible request ended on this node. Without failover, retries, hedges or drills it is its one
+        attempt, counted with the attempts: nothing is kept twice."""
+        if not self.active:
+            return
         self.users.add(user)
         start = user.start_unix_ns / 1e9
         self.ledger.user_request(
             start, user.end_unix, user.preferred, user.endpoint, user.ok, user.ttft_ms, user.attempts
         )
-        if self.active:
-            self.sinks.user_request(user)
+        self.sinks.user_request(user)
         if user.ok:
             self._watch_failover(user)
         if delivery.hedged:
@@ -185,7 +189,7 @@ class FailoverPart(NodePart):
         figures = drill_figures(self.ledger, targets) if targets is not None else []
         summary["failover"] = {
             "pool": _describe(self.pool),
-            "user_requests": self.users.summary(attempts),
+            "user_requests": self.users.summary(attempts) if self.active else None,
             "breakers": self.ledger.breaker_states(),
             "drills": figures,
             "quality": quality_figures(self.ledger),
@@ -197,7 +201,7 @@ class FailoverPart(NodePart):
 
     def lines(self, summary: dict[str, Any]) -> list[str]:
         data = summary.get("failover")
-        if not data or not (_active(self.pool) or data["drills"] or data["events"]):
+        if not data or data["user_requests"] is None:
             return []
         u = data["user_requests"]
         out = [_user_line(u)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from loadlib.errors import ErrorClass
 from loadlib.metrics.histogram import Histogram
 from loadlib.records.user_request import UserRequest
 
@@ -36,11 +37,11 @@ class UserRequestStats:
         c["hedged"] += user.hedged
         endpoint = user.endpoint or "none"
         self.by_endpoint[endpoint] = self.by_endpoint.get(endpoint, 0) + 1
-        if not user.ok:
+        if user.status is not ErrorClass.OK:
             self.errors[user.status.value] = self.errors.get(user.status.value, 0) + 1
             return
         c["ok"] += 1
-        c["failed_over"] += user.failed_over
+        c["failed_over"] += endpoint != user.preferred
         self.e2e.record(user.e2e_ms)
         if user.ttft_ms is not None:
             self.ttft.record(user.ttft_ms)

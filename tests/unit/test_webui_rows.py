@@ -44,3 +44,17 @@ def test_client_column_says_when_the_itl_tail_is_blurred():
     assert client(Verdict(saturated=False)) == "ok"
     assert client(Verdict(saturated=False, warnings=["lag > ITL"])) == "ok (ITL tail blurred)"
     assert client(Verdict(saturated=True, reasons=["lag"], warnings=["lag > ITL"])) == "SATURATED"
+
+
+def test_failover_events_are_rows_newest_first_bounded_and_masked():
+    from loadlib.locust.webui import EVENT_COLUMNS, MAX_EVENT_ROWS, event_rows
+
+    events = [
+        {"at": 1796040000.0 + i, "kind": "circuit_open", "endpoint": "primary", "worker": "w1", "message": f"m{i} sk-1"}
+        for i in range(MAX_EVENT_ROWS + 5)
+    ]
+    rows = event_rows({"failover": {"events": events}}, lambda text: text.replace("sk-1", "***"))
+    assert len(rows) == MAX_EVENT_ROWS
+    assert rows[0]["message"] == f"m{MAX_EVENT_ROWS + 4} ***" and rows[-1]["message"] == "m5 ***"
+    assert all(key in rows[0] for key, _ in EVENT_COLUMNS) and rows[0]["time"].endswith(".000")
+    assert event_rows({}) == []
