@@ -5,8 +5,9 @@ LLMUser.chat runs against a canned stream (the transport is replaced by a prepar
 a pool of two endpoints and retries, so the dispatcher (router, breaker, retry budget), the user-visible request and
 the drill ledger all run. The same user then runs with that bookkeeping switched off (the dispatcher's single-endpoint
 path, no user-visible request, no ledger), alternating 12 times; the minimum per case is the least disturbed figure.
-Printed: microseconds per request in each case and the difference. Divide the difference by the client CPU per request
-of a real run (bench/failover_cost.py: about 0.9 ms at 128 streams here) for the share.
+Printed: microseconds per request in each case and the difference, then each piece of the bookkeeping timed alone
+(timeit). Divide by the client CPU per request of a real run (bench/failover_cost.py: about 0.9 ms at 128 streams
+here) for the share.
 
     python bench/failover_bookkeeping.py
 """
@@ -17,6 +18,7 @@ import json
 import statistics
 import sys
 import time
+import timeit
 from array import array
 from pathlib import Path
 
@@ -29,6 +31,8 @@ from locust.env import Environment  # noqa: E402
 
 import loadlib.locust.user as user_module  # noqa: E402
 from loadlib import options  # noqa: E402
+from loadlib.errors import ErrorClass  # noqa: E402
+from loadlib.failover.dispatch import Attempt  # noqa: E402
 from loadlib.locust import LLMUser  # noqa: E402
 from loadlib.locust.context import context  # noqa: E402
 from loadlib.providers.base import StreamResult, Usage  # noqa: E402
@@ -98,6 +102,27 @@ def main() -> None:
         print(f"{name:17s} min {min(values):6.1f} us  median {statistics.median(values):6.1f} us per request")
     added = min(results["with bookkeeping"]) - min(results["without"])
     print(f"failover bookkeeping adds {added:.1f} us per request (min against min)")
+    part.user_request, part.add, dispatcher.only = *on, None
+    print_pieces(user, part, dispatcher)
+
+
+def print_pieces(user: LLMUser, part: object, dispatcher: object) -> None:
+    """Each piece alone: the dispatcher's loop (with an attempt that returns at once), the user-visible request's
+    statistics and ledger entry, the ledger's per-attempt entry."""
+    done = Attempt("primary", 1, ErrorClass.OK, time.perf_counter(), 20.0, 80.0)
+    reply = user.chat(MESSAGES, prompt_tokens_est=10)
+    delivery = dispatcher.send(lambda *_: done)
+    pieces = {
+        "dispatcher.send": lambda: dispatcher.send(lambda *_: done),
+        "FailoverPart.user_request": lambda: part.user_request(reply.user, delivery),
+        "FailoverPart.add": lambda: part.add(reply.record),
+    }
+    total = 0.0
+    for name, call in pieces.items():
+        us = min(timeit.repeat(call, number=20000, repeat=5)) / 20000 * 1e6
+        total += us
+        print(f"  {name:26s} {us:5.2f} us")
+    print(f"  {'pieces together':26s} {total:5.2f} us per request")
 
 
 if __name__ == "__main__":

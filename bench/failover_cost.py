@@ -141,8 +141,9 @@ def check_summary(case: str, summary: dict) -> list[str]:
         endpoints = (failover.get("pool") or {}).get("endpoints") or []
         if len(endpoints) != (2 if case == "pool of 2" else 1):
             problems.append(f"pool is {endpoints}")
-        if failover["user_requests"].get("failed_over"):
-            problems.append(f"{failover['user_requests']['failed_over']} requests failed over")
+        users = failover["user_requests"] or {}  # null for a pool of one: its requests are its attempts
+        if users.get("failed_over"):
+            problems.append(f"{users['failed_over']} requests failed over")
     return problems
 
 
