@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
 from loadlib.failover.figures import drill_figures, lines, quality_figures, traffic_series
 from loadlib.failover.ledger import Ledger
 from loadlib.metrics.histogram import RELATIVE_ERROR
+from tests.support.ledger_timeline import Event, feed
 
 T0 = 1000.0
 
@@ -28,7 +28,6 @@ class Targets:
 LENIENT = Targets(failover_within_s=5.0, user_error_rate_max=0.5, detect_within_s=1.0, failback_within_s=10.0)
 NONE = Targets(None, None, None, None)
 
-Event = tuple[Any, ...]
 # Drill 0 breaks "primary" from +20 s to +40 s; "a" attempt, "u" user request, "t" breaker transition, "q" quality.
 DRILL: list[Event] = [("start", 1020.0, 0, "primary", "http_503"), ("stop", 1040.0, 0)]
 W1: list[Event] = [
@@ -63,23 +62,6 @@ W2: list[Event] = [
     ("a", 1044.0, "primary", True),
     ("u", 1044.0, "primary", "primary", True, 45.0, 1),
 ]
-
-
-def feed(ledger: Ledger, events: list[Event]) -> None:
-    for ev in sorted(events, key=lambda e: e[1]):
-        kind, at, *rest = ev
-        if kind == "start":
-            ledger.drill_started(rest[0], rest[1], rest[2], at)
-        elif kind == "stop":
-            ledger.drill_stopped(rest[0], at)
-        elif kind == "a":
-            ledger.attempt(rest[0], rest[1], at)
-        elif kind == "u":
-            ledger.user_request(at - 0.5, at, *rest)
-        elif kind == "t":
-            ledger.transition(rest[0], rest[1], rest[2], at, "test")
-        elif kind == "q":
-            ledger.quality(*rest)
 
 
 def master_of(workers: dict[str, list[Event]], drills: list[Event] = DRILL) -> Ledger:

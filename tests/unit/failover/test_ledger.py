@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from loadlib.failover.ledger import Ledger
+from tests.support.ledger_timeline import Event, feed
 
 T0 = 1000.0
-Event = tuple[Any, ...]
 
 # One drill on "primary" from +20 s to +40 s. Events: ("a", at, endpoint, ok): an attempt; ("u", end, preferred,
 # endpoint, ok, ttft_ms, attempts): a user request; ("t", at, endpoint, old, new): a breaker transition; ("q", at,
@@ -53,24 +53,6 @@ W2: list[Event] = [
     ("a", 1044.0, "primary", True),
     ("u", 1044.0, "primary", "primary", True, 45.0, 1),
 ]
-
-
-def feed(ledger: Ledger, events: list[Event]) -> None:
-    """Play events in time order (the drill's own calls at their times, as a node's drill driver makes them)."""
-    for ev in sorted(events, key=lambda e: e[1]):
-        kind, at, *rest = ev
-        if kind == "start":
-            ledger.drill_started(rest[0], rest[1], rest[2], at)
-        elif kind == "stop":
-            ledger.drill_stopped(rest[0], at)
-        elif kind == "a":
-            ledger.attempt(rest[0], rest[1], at)
-        elif kind == "u":
-            ledger.user_request(at - 0.5, at, *rest)
-        elif kind == "t":
-            ledger.transition(rest[0], rest[1], rest[2], at, "test")
-        elif kind == "q":
-            ledger.quality(*rest)
 
 
 def node(name: str) -> Ledger:
