@@ -164,6 +164,7 @@ OPTIONS: tuple[Option, ...] = (
         "Routing over the pool's healthy endpoints: priority (first healthy) or weighted (spread by weight). "
         "Overrides the pool file.",
         choices=("priority", "weighted"),
+        web_ui=False,  # no default to show: the start form would send the text "None" (issue 12 adds typed fields)
     ),
     _o(
         "--llm-max-attempts",
@@ -172,6 +173,7 @@ OPTIONS: tuple[Option, ...] = (
         "Attempts per user-visible request (1 = no retries, the pool file's default). Retries use exponential "
         "backoff with full jitter and honour Retry-After; never after output has reached the user.",
         type=int,
+        web_ui=False,
     ),
     _o(
         "--llm-retry-budget",
@@ -180,6 +182,7 @@ OPTIONS: tuple[Option, ...] = (
         "Extra attempts (retries and hedges) at most this share of user-visible requests over a 10 s window "
         "(default 0.2), so a 429 storm cannot multiply the load.",
         type=float,
+        web_ui=False,
     ),
     _o(
         "--llm-hedge-after-ms",
@@ -188,6 +191,7 @@ OPTIONS: tuple[Option, ...] = (
         "Hedging: without a first token from the chosen endpoint within this many ms, send the same request to the "
         "next one; the first token wins and the other is cancelled (still counted). 0 = off.",
         type=float,
+        web_ui=False,
     ),
     _o(
         "--llm-drill",

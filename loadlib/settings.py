@@ -108,12 +108,18 @@ def resolve_pool(options: Any, endpoint: Endpoint | None, data: Any = None) -> P
     drills = [d for d in str(getattr(options, "llm_drill", "") or "").split(";") if d.strip()]
     return with_overrides(
         pool,
-        policy=getattr(options, "llm_policy", None) or None,
+        policy=_given(options, "llm_policy"),
         drills=drills,
-        max_attempts=getattr(options, "llm_max_attempts", None),
-        retry_budget=getattr(options, "llm_retry_budget", None),
-        hedge_after_ms=getattr(options, "llm_hedge_after_ms", None),
+        max_attempts=_given(options, "llm_max_attempts"),
+        retry_budget=_given(options, "llm_retry_budget"),
+        hedge_after_ms=_given(options, "llm_hedge_after_ms"),
     )
+
+
+def _given(options: Any, name: str) -> Any:
+    """An option's value, or None when it was not given (a form or config file may say so as "" or "None")."""
+    value = getattr(options, name, None)
+    return None if value is None or str(value).strip() in ("", "None") else value
 
 
 def make_target(spec: EndpointSpec, url: str | None, run: Target, require_key: bool) -> Target:

@@ -46,8 +46,13 @@ def samples(tmp: Path) -> dict[str, str]:
         "influx_rp": "autogen",
         "influx_org": "org",
         "influx_bucket": "bucket",
+        "llm_policy": "weighted",
+        "llm_max_attempts": "2",
+        "llm_retry_budget": "0.5",
+        "llm_hedge_after_ms": "250",
+        "llm_drill": "ep:http_503@30s+5s",  # after the one-second run: it never fires
     }
-    return {o.dest: special.get(o.dest, _changed(o)) for o in OPTIONS if not o.flag_only}
+    return {o.dest: special[o.dest] if o.dest in special else _changed(o) for o in OPTIONS if not o.flag_only}
 
 
 def _changed(option: Option) -> str:
