@@ -184,7 +184,7 @@ class FailoverPart(NodePart):
         self.users.reset()
 
     def summarize(self, summary: dict[str, Any]) -> None:
-        attempts = int((summary.get("total") or {}).get("requests") or 0)
+        attempts = int((summary.get("total") or {}).get("count") or 0)
         targets = _applicable(self.pool)
         figures = drill_figures(self.ledger, targets) if targets is not None else []
         summary["failover"] = {

@@ -134,6 +134,7 @@ def test_no_request_is_lost_from_the_counts(drill: dict) -> None:
     attempts = s["total"]["count"]
     users = s["failover"]["user_requests"]
     assert 0 <= attempts - users["attempts"] <= USERS
+    assert users["attempt_records"] == attempts
     assert 0 <= drill["served"] - attempts <= USERS
     assert users["errors"] <= 0.05 * users["requests"]
 
