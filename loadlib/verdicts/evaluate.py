@@ -1,0 +1,286 @@
+"""Thresholds against a run's JSON summary: one JSON-able result per threshold (docs/thresholds.md).
+
+A result is `passed` True or False only when the summary can answer it; otherwise None with the reason, and the
+caller treats the run as invalid rather than passed, because "no data" must never read as "fine".
+
+Which rows: `scenario` and `endpoint` tags select summary rows (no tags: all). When they select every row, the
+`total` row is used: its percentiles come from the merged histograms of all samples. Otherwise:
+- counts, rates, throughputs and costs add up exactly: fields are summed over the rows, then divided;
+- latency `mean` (weighted by count) and `max` combine exactly too;
+- latency percentiles do not: a p95 of two rows is not any function of their p95s. So each selected row is judged on
+  its own and the worst one is reported (the highest value for `<`/`<=`, the lowest for `>`/`>=`, the farthest for
+  `==`): the threshold holds for the selection only if it holds for every row. A failing row decides even when
+  another row has too few samples; with no failure, a row with too few samples makes the result None.
+
+The sample rule: a sampled number (latencies, rates, throughputs, shares, cost per token) needs `min_samples`
+samples; a percentile pXX needs max(min_samples, ceil(100 / (100 - XX)) * 5), i.e. 5 samples beyond the
+percentile on average (p50: 10, p95: 100, p99: 500), so a tail percentile is not one lucky request. Totals (`errors`,
+`requests`, `cost_usd`) are exact counts and need none. A latency's samples are its histogram count (successful
+requests; inter-token gaps for ITL), a share's the checked outputs or repeat pairs, anything else's the requests.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loadlib.verdicts.thresholds import METRICS, ROW_TAGS, UNITS, Metric, Threshold
+
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+}
+_UNMERGEABLE = "percentiles of rows cannot be merged"
+
+
+@dataclass(frozen=True)
+class _Measure:
+    """A value read from the summary, the samples behind it, why it cannot be judged (`blocked`), and a note."""
+
+    value: float | None
+    samples: int
+    blocked: str = ""
+    note: str = ""
+
+
+def evaluate(thresholds: Sequence[Threshold], summary: dict[str, Any], min_samples: int = 20) -> list[dict[str, Any]]:
+    """One result per threshold, in order (keys: expression, metric, aggregate, tags, op, limit, unit, value,
+    passed, samples, reason)."""
+    return [evaluate_one(t, summary, min_samples) for t in thresholds]
+
+
+def evaluate_one(t: Threshold, summary: dict[str, Any], min_samples: int = 20) -> dict[str, Any]:
+    metric = METRICS[t.metric]
+    if metric.source == "compliance":
+        return _judge(t, _share(metric, summary), min_samples)
+    rows = _select(t, summary)
+    if isinstance(rows, str):
+        return _result(t, _Measure(None, 0), None, rows)
+    if metric.source == "latency" and len(rows) > 1 and _percentile(t.aggregate) is not None:
+        return _worst(t, metric, rows, min_samples)
+    if metric.source == "latency":
+        return _judge(t, _merged_latency(metric, t.aggregate or "", rows), min_samples)
+    return _judge(t, _summed(t, metric, rows), min_samples)
+
+
+# which rows
+
+
+def _select(t: Threshold, summary: dict[str, Any]) -> list[dict[str, Any]] | str:
+    """The rows the tags select, [total] when that is every row, or why none matches."""
+    rows = [r for r in summary.get("rows") or [] if isinstance(r, dict)]
+    filters = [(k, v) for k, v in t.tags if k in ROW_TAGS]
+    picked = [r for r in rows if all(str(r.get(k)) == v for k, v in filters)]
+    if filters and not picked:
+        return _no_match(filters, rows)
+    total = summary.get("total")
+    if len(picked) == len(rows) and isinstance(total, dict):
+        return [total]
+    return picked
+
+
+def _no_match(filters: list[tuple[str, str]], rows: list[dict[str, Any]]) -> str:
+    """Say what the run does have, so a typo in a tag value is easy to see."""
+    hints = []
+    for k, v in filters:
+        have = sorted({str(r.get(k)) for r in rows})
+        if v not in have:
+            hints.append(f"{k}s in this run: {', '.join(have) or 'none'}")
+    tail = "; ".join(hints) if hints else "no row has all of them"
+    return f"no requests match {_braces(filters)}; {tail}"
+
+
+# reading values
+
+
+def _share(metric: Metric, summary: dict[str, Any]) -> _Measure:
+    block = (summary.get("scenarios") or {}).get("compliance")
+    if not isinstance(block, dict):
+        why = f"no compliance results in this run ({metric.name} comes from the compliance scenario)"
+        return _Measure(None, 0, blocked=why)
+    whole, part = _int(block.get(metric.per[0])), _int(block.get(metric.read[0]))
+    return _Measure(part / whole if whole else None, whole)
+
+
+def _summed(t: Threshold, metric: Metric, rows: list[dict[str, Any]]) -> _Measure:
+    """Sum the metric's fields over the rows, then divide: exact however many rows."""
+    requests = sum(_int(r.get("count")) for r in rows)
+    cls = dict(t.tags).get("class")
+    default = 0.0 if metric.kind == "cost" else None
+    part = _sum_field(rows, metric.read[0], cls, default)
+    if metric.per:
+        whole = sum(_sum_field(rows, f, None, 0.0) or 0.0 for f in metric.per)
+        part = part / whole * metric.scale if part is not None and whole else None
+    return _Measure(part, requests, blocked=_unpriced(metric, rows))
+
+
+def _sum_field(rows: list[dict[str, Any]], name: str, cls: str | None, default: float | None) -> float | None:
+    """Sum of a row field (None when no row has it); `errors_total` narrowed to one error class when `cls` is set."""
+    values = [_field(r, name, cls, default) for r in rows]
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _field(row: dict[str, Any], name: str, cls: str | None, default: float | None) -> float | None:
+    if cls is not None and name == "errors_total":
+        return _num((row.get("errors") or {}).get(cls, 0))
+    value = _num(row.get(name))
+    return default if value is None else value
+
+
+def _unpriced(metric: Metric, rows: list[dict[str, Any]]) -> str:
+    """A cost that leaves requests out would pass a budget by accident: such a cost is not judged."""
+    n = sum(_int(r.get("unpriced_requests")) for r in rows) if metric.kind == "cost" else 0
+    if not n:
+        return ""
+    return f"cost leaves out {n:,} request{'s' if n != 1 else ''} of models missing from the price table"
+
+
+def _latency_block(row: dict[str, Any], metric: Metric) -> dict[str, Any]:
+    return (row.get("latency_ms") or {}).get(metric.read[0]) or {}
+
+
+def _merged_latency(metric: Metric, aggregate: str, rows: list[dict[str, Any]]) -> _Measure:
+    """One row as it is; several rows' `mean` weighted by count and `max` as the largest (both exact)."""
+    blocks = [_latency_block(r, metric) for r in rows]
+    samples = sum(_int(b.get("count")) for b in blocks)
+    if len(blocks) == 1:
+        return _Measure(_num(blocks[0].get(aggregate)), samples)
+    pairs = [(v, _int(b.get("count"))) for b in blocks if (v := _num(b.get(aggregate))) is not None]
+    pairs = [(v, n) for v, n in pairs if n]
+    if not pairs:
+        return _Measure(None, samples)
+    if aggregate == "max":
+        return _Measure(max(v for v, _ in pairs), samples, note=f", over {len(rows)} matching rows")
+    mean = sum(v * n for v, n in pairs) / sum(n for _, n in pairs)
+    return _Measure(mean, samples, note=f", count-weighted over {len(rows)} matching rows")
+
+
+def _worst(t: Threshold, metric: Metric, rows: list[dict[str, Any]], min_samples: int) -> dict[str, Any]:
+    """Judge each row's percentile on its own and report the one that decides (module docstring)."""
+    judged = []
+    for row in rows:
+        block = _latency_block(row, metric)
+        m = _Measure(_num(block.get(t.aggregate or "")), _int(block.get("count")))
+        judged.append((_row_name(row), m, *_verdict(t, m, min_samples)))
+    failing = [j for j in judged if j[2] is False]
+    undecided = [j for j in judged if j[2] is None]
+    if failing or not undecided:
+        name, m, passed, reason = max(failing or judged, key=lambda j: _badness(t, j[1].value))
+        return _result(t, m, passed, f"{reason} at {name}, the worst of {len(rows)} matching rows ({_UNMERGEABLE})")
+    name, m, passed, reason = undecided[0]
+    return _result(t, m, None, f"{reason}, at {name} (one of {len(rows)} matching rows; {_UNMERGEABLE})")
+
+
+def _badness(t: Threshold, value: float | None) -> float:
+    if value is None:
+        return -math.inf
+    if t.op in ("<", "<="):
+        return value
+    if t.op in (">", ">="):
+        return -value
+    return abs(value - t.limit)
+
+
+# judging and wording
+
+
+def _judge(t: Threshold, m: _Measure, min_samples: int) -> dict[str, Any]:
+    return _result(t, m, *_verdict(t, m, min_samples))
+
+
+def _verdict(t: Threshold, m: _Measure, min_samples: int) -> tuple[bool | None, str]:
+    """Passed (None: cannot say) and the one-line reason."""
+    metric = METRICS[t.metric]
+    if m.blocked:
+        return None, m.blocked
+    if m.samples == 0 and (m.value is None or metric.sampled):
+        return None, f"no {metric.noun} behind {_label(t)}"
+    needed = required_samples(t, min_samples)
+    if m.samples < needed:
+        why = f" for a {t.aggregate}" if _percentile(t.aggregate) is not None and needed > min_samples else ""
+        return None, f"only {m.samples:,} {metric.noun} for {_label(t)}: at least {needed:,} needed{why}"
+    if m.value is None:
+        return None, f"the summary has no value for {_label(t)}"
+    passed = _COMPARE[t.op](m.value, t.limit)
+    return passed, _describe(t, m)
+
+
+def required_samples(t: Threshold, min_samples: int) -> int:
+    """The sample rule of the module docstring: 0 for totals, min_samples, more for a tail percentile."""
+    if not METRICS[t.metric].sampled:
+        return 0
+    q = _percentile(t.aggregate)
+    if q is None:
+        return min_samples
+    return max(min_samples, math.ceil(100 / (100 - q) - 1e-9) * 5)
+
+
+def _percentile(aggregate: str | None) -> float | None:
+    if aggregate and aggregate.startswith("p"):
+        return float(aggregate[1:])
+    return None
+
+
+def _describe(t: Threshold, m: _Measure) -> str:
+    """e.g. 'ttft p95 = 162.3 ms > 150 ms (1,204 requests)': the value against the limit, in the unit written."""
+    value = m.value if m.value is not None else math.nan
+    rel = "<" if value < t.limit else (">" if value > t.limit else "==")
+    noun = METRICS[t.metric].noun
+    return f"{_label(t)} = {_show(t, value)} {rel} {_show(t, t.limit)} ({m.samples:,} {noun}{m.note})"
+
+
+def _show(t: Threshold, base: float) -> str:
+    """A base-unit number in the unit the threshold was written in (bare latencies in ms)."""
+    kind = METRICS[t.metric].kind
+    unit = t.unit or ("ms" if kind == "latency" else "")
+    shown = base / float(UNITS[kind][unit])
+    text = f"{shown:,.0f}" if abs(shown) >= 1e6 else f"{shown:,.6g}"
+    return text + ("%" if unit == "%" else f" {unit}" if unit else "")
+
+
+def _label(t: Threshold) -> str:
+    tags = _braces(list(t.tags)) if t.tags else ""
+    return f"{t.metric}{tags}" + (f" {t.aggregate}" if t.aggregate else "")
+
+
+def _braces(pairs: list[tuple[str, str]]) -> str:
+    return "{" + ",".join(f"{k}={v}" for k, v in pairs) + "}"
+
+
+def _row_name(row: dict[str, Any]) -> str:
+    return str(row.get("name") or f"{row.get('scenario')} @ {row.get('endpoint')}")
+
+
+def _result(t: Threshold, m: _Measure, passed: bool | None, reason: str) -> dict[str, Any]:
+    return {
+        "expression": t.expression,
+        "metric": t.metric,
+        "aggregate": t.aggregate,
+        "tags": dict(t.tags),
+        "op": t.op,
+        "limit": t.limit,
+        "unit": t.unit,
+        "value": m.value,
+        "passed": passed,
+        "samples": m.samples,
+        "reason": reason,
+    }
+
+
+def _num(v: Any) -> float | None:
+    """A finite number from JSON, else None (bools are not numbers here)."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return None
+    return v
+
+
+def _int(v: Any) -> int:
+    n = _num(v)
+    return int(n) if n is not None else 0

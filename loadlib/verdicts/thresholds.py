@@ -1,0 +1,387 @@
+"""Threshold expressions on LLM metrics: one registry of what can be checked, and a strict parser (docs/thresholds.md).
+
+Grammar (k6's thresholds, with the tag filter written into the expression)::
+
+    METRIC[{TAG=VALUE,...}] [AGG] OP NUMBER[UNIT]
+
+    ttft p95 < 150ms                      e2e p99 < 2s
+    error_rate < 1%                       error_rate{class=rate_limited} < 5%
+    ttft{scenario=support_chat,endpoint=primary} p95 <= 300ms
+    output_tokens_per_s > 500             cost_per_1k_tokens <= 0.0015
+    schema_valid >= 99%
+
+- METRIC: a name of `METRICS` below. `goodput` (requests meeting every SLO per second) is planned: it needs counting
+  per request, which the summary does not hold, so it is refused with that reason rather than approximated.
+- TAG=VALUE (k6's `TAG:VALUE` also works): `scenario` and `endpoint` select summary rows; `class` (an error class of
+  docs/metrics.md) narrows `error_rate` and `errors`. Rows carry no model, so `model` is refused: filter on the
+  endpoint, which has one model. Values are names: letters, digits and `_ . - : @ / +`.
+- AGG: latencies need one of the aggregates the summary holds (`p50 p95 p99 max mean`; TTFB and first event only
+  `p50 p95 mean`); k6's `p(95)`, `avg` and `med` are read as `p95`, `mean` and `p50`. Other metrics take none.
+- OP: `<`, `<=`, `>`, `>=`, `==`.
+- NUMBER[UNIT]: a non-negative decimal. Latencies take `ms` or `s` (bare: ms); rates and shares take `%` (bare: a
+  fraction 0..1, so a bare number above 1 is refused: `5` is not 5 %); counts, throughputs and costs take no unit.
+
+k6 silently ignores a threshold on a metric that does not exist. Here every unknown or misplaced piece (metric,
+aggregate, tag, tag value, unit, operator, number) is a ConfigError of one line naming the expression, what is
+wrong, the closest valid word and every valid one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from loadlib.errors import ConfigError, ErrorClass
+
+Kind = Literal["latency", "rate", "throughput", "cost", "count", "share"]
+Source = Literal["latency", "rows", "compliance"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One checkable number and how to read it from the summary.
+
+    `source` says where: "latency" reads `latency_ms[read[0]]` of a row, "rows" sums the row fields `read` (divided
+    by the summed fields `per` when given, times `scale`), "compliance" reads `scenarios.compliance[read[0]]` over
+    `per[0]`. `sampled` numbers are estimates from samples and obey the sample rule; totals (counts, cost) do not.
+    """
+
+    name: str
+    kind: Kind
+    aggregates: tuple[str, ...]
+    tags: tuple[str, ...]
+    source: Source
+    read: tuple[str, ...]
+    per: tuple[str, ...] = ()
+    scale: float = 1.0
+    sampled: bool = True
+    noun: str = "requests"
+    anchor: str = "metrics.md#timing"
+
+
+MAIN_AGGREGATES = ("p50", "p95", "p99", "max", "mean")
+SIDE_AGGREGATES = ("p50", "p95", "mean")
+ROW_TAGS = ("scenario", "endpoint")
+ERROR_TAGS = (*ROW_TAGS, "class")
+TAG_ORDER = (*ERROR_TAGS, "model")
+OPS = ("<", "<=", ">", ">=", "==")
+ERROR_CLASSES = tuple(c.value for c in ErrorClass if c not in (ErrorClass.OK, ErrorClass.CIRCUIT_OPEN))
+
+
+_ERRORS = "metrics.md#error-classes"
+_COST = "metrics.md#tokens-and-cost"
+_COMPLIANCE = "scenarios.md#compliance-review"
+
+
+def _latency(name: str, aggregates: tuple[str, ...] = MAIN_AGGREGATES, noun: str = "requests") -> Metric:
+    return Metric(name, "latency", aggregates, ROW_TAGS, "latency", (name,), noun=noun)
+
+
+def _rows(
+    name: str, kind: Kind, read: str, per: tuple[str, ...] = (), tags: tuple[str, ...] = ROW_TAGS, **kw: Any
+) -> Metric:
+    return Metric(name, kind, (), tags, "rows", (read,), per, **kw)
+
+
+def _compliance(name: str, per: str, noun: str) -> Metric:
+    return Metric(name, "share", (), (), "compliance", (name,), (per,), noun=noun, anchor=_COMPLIANCE)
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        _latency("ttft"),
+        _latency("ttfo"),
+        _latency("tpot"),
+        _latency("itl", noun="inter-token gaps"),
+        _latency("e2e"),
+        _latency("ttfb", SIDE_AGGREGATES),
+        _latency("first_event", SIDE_AGGREGATES),
+        _rows("error_rate", "rate", "errors_total", ("count",), tags=ERROR_TAGS, anchor=_ERRORS),
+        _rows("errors", "count", "errors_total", tags=ERROR_TAGS, sampled=False, anchor=_ERRORS),
+        _rows("requests", "count", "count", sampled=False, anchor="metrics.md#statistics-and-the-summary"),
+        _rows("output_tokens_per_s", "throughput", "output_tokens_per_s"),
+        _rows("requests_per_s", "throughput", "requests_per_s"),
+        _rows("cost_usd", "cost", "cost_usd", sampled=False, anchor=_COST),
+        _rows(
+            "cost_per_1k_tokens", "cost", "cost_usd", ("prompt_tokens", "completion_tokens"), scale=1000.0, anchor=_COST
+        ),
+        _compliance("schema_valid", "checked", "checked outputs"),
+        _compliance("deterministic", "repeat_pairs", "repeat pairs"),
+    )
+}
+
+# unit -> factor to base units (ms for latencies, a fraction for rates and shares); "" is a bare number
+UNITS: dict[str, dict[str, Decimal]] = {
+    "latency": {"": Decimal(1), "ms": Decimal(1), "s": Decimal(1000)},
+    "rate": {"": Decimal(1), "%": Decimal("0.01")},
+    "share": {"": Decimal(1), "%": Decimal("0.01")},
+    "throughput": {"": Decimal(1)},
+    "cost": {"": Decimal(1)},
+    "count": {"": Decimal(1)},
+}
+_ALIASES = {"avg": "mean", "med": "p50"}
+_OP_FIXES = {"=": "==", "=<": "<=", "=>": ">=", "<<": "<", ">>": ">"}
+_PLANNED = {"goodput": "goodput is planned, not available yet: it needs counting per request, the summary has totals"}
+_CLASS_HINTS = {"ok": "ok is the success, not an error", "circuit_open": "circuit_open is no attempt: no row counts it"}
+_HEAD = re.compile(r"\s*([A-Za-z_]\w*)")
+_TAIL = re.compile(r"\s*(?P<agg>[A-Za-z][\w().]*)?\s*(?P<op>[<>=!]+)\s*(?P<value>.*?)\s*$")
+_TAG = re.compile(r"\s*(?P<key>\w+)\s*[=:]\s*(?P<value>.*?)\s*$")
+_TAG_VALUE = re.compile(r"[\w.\-:@/+]+")
+_NUMBER = re.compile(r"(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>.*)")
+_K6_PERCENTILE = re.compile(r"p\((\d+(?:\.\d+)?)\)")
+GRAMMAR = "METRIC[{TAG=VALUE,...}] [AGG] OP NUMBER[UNIT], e.g. 'ttft p95 < 150ms'"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A parsed threshold. `limit` is in base units (ms for latencies, a fraction for rates and shares); `unit` is
+    the unit as written ("" for a bare number) so reports can speak the user's unit; `aggregate` is None for
+    metrics that take none; `tags` are (name, value) pairs in the order scenario, endpoint, class."""
+
+    expression: str
+    metric: str
+    tags: tuple[tuple[str, str], ...]
+    aggregate: str | None
+    op: str
+    limit: float
+    unit: str
+
+
+class _Refusal:
+    """Builds the one-line ConfigError for one expression: where, the expression, the problem, a hint, the list."""
+
+    def __init__(self, where: str, expr: str) -> None:
+        self.prefix = f"{where} {expr!r}"
+
+    def __call__(self, problem: str, got: str = "", valid: Sequence[str] = (), hint: str = "") -> ConfigError:
+        close = difflib.get_close_matches(got.lower(), list(valid), n=1, cutoff=0.6) if got else []
+        if close and close[0] != got:
+            problem += f" (did you mean {close[0]!r}?)"
+        parts = [f"{self.prefix}: {problem}"]
+        if hint:
+            parts.append(hint)
+        if valid:
+            parts.append("valid: " + ", ".join(valid))
+        return ConfigError("; ".join(parts))
+
+
+def parse(expr: str, where: str = "--llm-threshold") -> Threshold:
+    """One expression to a Threshold, or a ConfigError naming what is wrong (module docstring: the grammar)."""
+    refuse = _Refusal(where, expr)
+    if not isinstance(expr, str) or not expr.strip():
+        raise refuse("an empty threshold", hint=f"expected {GRAMMAR}")
+    head = _HEAD.match(expr)
+    if head is None:
+        raise refuse("does not start with a metric name", valid=list(METRICS))
+    metric = _metric(head.group(1), refuse)
+    tags, rest = _split_tags(expr[head.end() :], refuse)
+    tail = _TAIL.fullmatch(rest)
+    if tail is None:
+        raise refuse(f"no comparison after {metric.name!r}", hint=f"expected {GRAMMAR}")
+    limit, unit = _limit(tail["value"], metric, refuse)
+    return Threshold(
+        expression=expr.strip(),
+        metric=metric.name,
+        tags=_tags(tags, metric, refuse),
+        aggregate=_aggregate(tail["agg"], metric, refuse),
+        op=_op(tail["op"], refuse),
+        limit=limit,
+        unit=unit,
+    )
+
+
+def parse_all(exprs: Sequence[str], where: str = "--llm-threshold") -> list[Threshold]:
+    """Every expression, in order; the first bad one raises (its message names it)."""
+    return [parse(e, where) for e in exprs]
+
+
+def _metric(name: str, refuse: _Refusal) -> Metric:
+    if name in METRICS:
+        return METRICS[name]
+    if name in _PLANNED:
+        raise refuse(f"unknown metric {name!r}", hint=_PLANNED[name], valid=list(METRICS))
+    raise refuse(f"unknown metric {name!r}", got=name, valid=list(METRICS))
+
+
+def _split_tags(rest: str, refuse: _Refusal) -> tuple[str | None, str]:
+    """The text inside `{...}` right after the metric name (None without braces) and what follows it."""
+    stripped = rest.lstrip()
+    if not stripped.startswith("{"):
+        return None, rest
+    end = stripped.find("}")
+    if end < 0:
+        raise refuse("the tag filter '{' is never closed with '}'")
+    return stripped[1:end], stripped[end + 1 :]
+
+
+def _tags(text: str | None, metric: Metric, refuse: _Refusal) -> tuple[tuple[str, str], ...]:
+    if text is None:
+        return ()
+    if not text.strip():
+        raise refuse("an empty tag filter '{}'", hint="drop the braces or write {TAG=VALUE}", valid=metric.tags)
+    pairs: dict[str, str] = {}
+    for item in text.split(","):
+        key, value = _tag(item, metric, refuse)
+        if key in pairs:
+            raise refuse(f"tag {key!r} given twice", hint="a filter selects one value per tag")
+        pairs[key] = value
+    return tuple((k, pairs[k]) for k in TAG_ORDER if k in pairs)
+
+
+def _tag(item: str, metric: Metric, refuse: _Refusal) -> tuple[str, str]:
+    m = _TAG.fullmatch(item)
+    if m is None:
+        raise refuse(f"tag filter item {item.strip()!r} is not TAG=VALUE", valid=metric.tags)
+    key, value = m["key"], m["value"]
+    _check_tag_name(key, metric, refuse)
+    if not _TAG_VALUE.fullmatch(value):
+        raise refuse(f"tag {key!r} has the value {value!r}", hint="values are names: letters, digits, _ . - : @ / +")
+    if key == "class" and value not in ERROR_CLASSES:
+        hint = _CLASS_HINTS.get(value, "")
+        raise refuse(f"unknown error class {value!r}", got=value, valid=ERROR_CLASSES, hint=hint)
+    return key, value
+
+
+def _check_tag_name(key: str, metric: Metric, refuse: _Refusal) -> None:
+    if key in metric.tags:
+        return
+    if key == "model":
+        hint = "summary rows are per scenario and endpoint and carry no model: filter on the endpoint"
+        raise refuse("tag 'model' is not available", hint=hint, valid=metric.tags)
+    if key == "class":
+        why = "latencies come from successful requests only" if metric.kind == "latency" else "it is no error metric"
+        raise refuse(
+            f"tag 'class' does not apply to {metric.name}: {why}", hint="use error_rate{class=...}", valid=metric.tags
+        )
+    if not metric.tags:
+        raise refuse(f"{metric.name} takes no tags: it is a run-wide share of the compliance scenario")
+    known = key in TAG_ORDER
+    problem = f"tag {key!r} does not apply to {metric.name}" if known else f"unknown tag {key!r}"
+    raise refuse(problem, got=key, valid=metric.tags)
+
+
+def _aggregate(written: str | None, metric: Metric, refuse: _Refusal) -> str | None:
+    if not metric.aggregates:
+        if written:
+            raise refuse(
+                f"{metric.name} takes no aggregate, got {written!r}",
+                hint=f"it is a {metric.kind}: write '{metric.name} OP NUMBER'",
+            )
+        return None
+    if not written:
+        raise refuse(
+            f"{metric.name} needs an aggregate", hint=f"e.g. '{metric.name} p95 < 150ms'", valid=metric.aggregates
+        )
+    k6 = _K6_PERCENTILE.fullmatch(written)
+    name = f"p{k6.group(1)}" if k6 else _ALIASES.get(written, written)
+    if name not in metric.aggregates:
+        percentile = re.fullmatch(r"p[\d.]+", name) is not None
+        hint = f"the summary holds no other aggregates of {metric.name}" if percentile else ""
+        got = "" if percentile else name  # p90 is not a typo of p99
+        raise refuse(f"unknown aggregate {written!r} for {metric.name}", got=got, valid=metric.aggregates, hint=hint)
+    return name
+
+
+def _op(written: str, refuse: _Refusal) -> str:
+    if written in OPS:
+        return written
+    fix = _OP_FIXES.get(written)
+    raise refuse(f"unknown operator {written!r}", hint=f"did you mean {fix!r}?" if fix else "", valid=OPS)
+
+
+def _limit(text: str, metric: Metric, refuse: _Refusal) -> tuple[float, str]:
+    """The number in base units and the unit as written."""
+    m = _NUMBER.fullmatch(text)
+    if m is None:
+        raise refuse(f"{text!r} is not a number", hint="write a non-negative decimal such as 150, 0.5 or 1e-3")
+    units = UNITS[metric.kind]
+    unit = m["unit"].strip()
+    if re.search(r"[\d,.]", unit):
+        raise refuse(f"{text!r} is not a number", hint="write a plain decimal such as 1.5, without separators")
+    if unit not in units:
+        raise refuse(f"unit {unit!r} does not fit {metric.name} (a {metric.kind})", got=unit, valid=_unit_list(metric))
+    try:
+        value = Decimal(m["num"]) * units[unit]
+    except InvalidOperation:
+        raise refuse(f"{text!r} is not a number") from None
+    _check_range(value, unit, metric, refuse)
+    return float(value), unit
+
+
+def _check_range(value: Decimal, unit: str, metric: Metric, refuse: _Refusal) -> None:
+    if not math.isfinite(float(value)):
+        raise refuse("the limit is too large a number")
+    if metric.kind in ("rate", "share") and value > 1:
+        hint = "a bare number is a fraction 0..1: write 5% or 0.05" if not unit else "it cannot pass 100%"
+        raise refuse(f"{metric.name} is a {metric.kind} between 0 and 1 (100%), the limit is above it", hint=hint)
+
+
+def _unit_list(metric: Metric) -> list[str]:
+    """Valid units with what a bare number means, for the error message."""
+    bare = {"latency": "(none) = ms", "rate": "(none) = a fraction 0..1", "share": "(none) = a fraction 0..1"}
+    return [u for u in UNITS[metric.kind] if u] + [bare.get(metric.kind, "(none)")]
+
+
+def load_file(path: str | Path) -> list[Threshold]:
+    """A YAML threshold file: a list of expressions, or k6's mapping `metric[{tags}]: [expression without the
+    metric, ...]`, optionally under a top-level `thresholds:` key. Errors name the file and the entry."""
+    label = str(path)
+    data = _read_yaml(Path(path), label)
+    if isinstance(data, dict) and set(data) == {"thresholds"}:
+        data = data["thresholds"]
+    if data is None:
+        return []
+    if isinstance(data, list):
+        return [parse(_entry(e, f"{label} entry {i}"), f"{label} entry {i}") for i, e in enumerate(data, 1)]
+    if isinstance(data, dict):
+        return [t for key, entries in data.items() for t in _mapping_entry(label, key, entries)]
+    raise ConfigError(f"threshold file {label}: expected a list of expressions or a mapping metric -> list of them")
+
+
+def _mapping_entry(label: str, key: Any, entries: Any) -> list[Threshold]:
+    """k6 style: `ttft: [p95 < 150ms, p99 < 300ms]`, one threshold per string."""
+    if not isinstance(key, str):
+        raise ConfigError(f"threshold file {label}: key {key!r} is not a metric name")
+    items = [entries] if isinstance(entries, str) else entries
+    if not isinstance(items, list) or not items:
+        raise ConfigError(f"threshold file {label}: {key} needs a list of expressions such as ['p95 < 150ms']")
+    out = []
+    for i, e in enumerate(items, 1):
+        where = f"{label} {key}[{i}]"
+        out.append(parse(f"{key} {_entry(e, where)}", where))
+    return out
+
+
+def _entry(e: Any, where: str) -> str:
+    if not isinstance(e, str):
+        raise ConfigError(f"{where}: {e!r} is not a string; write each threshold as text, e.g. 'ttft p95 < 150ms'")
+    return e
+
+
+def _read_yaml(path: Path, label: str) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"threshold file {label}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"threshold file {label}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"threshold file {label}: not valid YAML ({_yaml_problem(exc)})") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line out of PyYAML's multi-line message."""
+    mark = getattr(exc, "problem_mark", None)
+    text = " ".join(str(getattr(exc, "problem", None) or str(exc).splitlines()[0]).split())
+    return f"line {mark.line + 1}, column {mark.column + 1}: {text}" if mark is not None else text
