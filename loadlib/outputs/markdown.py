@@ -1,0 +1,289 @@
+"""A Markdown summary of a run (`--llm-markdown FILE`, GitHub's step summary), fit for a pull-request comment.
+
+Why a second human format beside the console table: a fixed-width table breaks in a PR comment or a CI page, and a
+reviewer wants the verdict first, then the thresholds, then the numbers. It only reads the JSON summary
+(loadlib.metrics.summary, docs/outputs.md) and the threshold results, so it also renders a summary loaded back from a
+file. Numbers use the console summary's formatting; every free text (names, reasons) is escaped so a `|` or `<` in
+an error message cannot break the table or hide as HTML.
+
+This module also holds what the JUnit writer shares with it (threshold values in the unit they were written in,
+masking secrets, writing a file whole), so loadlib.outputs.junit imports from here and not the other way round.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from loadlib.metrics.summary import TOTAL_NAME, _client_line, _cost, _num
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+STEP_SUMMARY_MAX_BYTES = 1024 * 1024  # GitHub refuses a step's summary above 1 MiB
+STATUS_WORDS = {
+    "pass": "PASS",
+    "fail": "FAIL",
+    "invalid": "INVALID",
+    "interrupted": "INTERRUPTED",
+    "config_error": "CONFIG ERROR",
+}
+_TO_UNIT = {"s": 1e-3, "%": 100.0}  # base units (ms, fractions) -> the unit the threshold was written in
+_SPECIAL = re.compile(r"([\\`*|\[\]])")  # not `_`: GitHub never emphasises inside a word (support_chat)
+
+Thresholds = Sequence[Mapping[str, Any]]
+
+
+# -- shared with the JUnit writer --------------------------------------------------------------------------------------
+
+
+def thresholds_of(summary: Mapping[str, Any], thresholds: Thresholds | None) -> list[Mapping[str, Any]]:
+    """The results given, else the ones the summary carries: callers may hold them before they are merged in."""
+    return list(thresholds if thresholds is not None else summary.get("thresholds") or [])
+
+
+def figure(v: float | None) -> str:
+    """The console's number format, with 3 significant digits below 1 so a 0.4 % rate does not read 0.0."""
+    if v is not None and 0 < abs(v) < 1:
+        return f"{v:.3g}"
+    return _num(v)
+
+
+def threshold_value(value: float | None, unit: str) -> str:
+    """A base-unit value (ms, a fraction) in the unit the threshold was written in; a bare number stays bare."""
+    if value is None:
+        return "-"
+    text = figure(value * _TO_UNIT.get(unit, 1.0))
+    return f"{text} {unit}" if unit else text
+
+
+def threshold_limit(op: str, limit: float | None, unit: str) -> str:
+    """The limit as the user wrote it (`< 0.5 s`, `< 1 %`): `g` drops the float noise of the unit conversion."""
+    if limit is None:
+        return op
+    shown = f"{limit * _TO_UNIT.get(unit, 1.0):.6g}"
+    return f"{op} {shown} {unit}" if unit else f"{op} {shown}"
+
+
+def masked(data: Any, redact: Callable[[str], str] | None) -> Any:
+    """`data` with every secret masked, through its JSON text: the same masking (and the same forms of a key: JSON-
+    escaped, URL-encoded) as the JSON summary file, done before rendering, so the mask cannot break XML or Markdown."""
+    if redact is None:
+        return data
+    return json.loads(redact(json.dumps(data, default=str)))
+
+
+def write_text(path: str, text: str, what: str) -> str | None:
+    """Write `text` via a temporary file, so a failure leaves no half file; the problem as one line, or None."""
+    target = Path(path).expanduser()
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return f"cannot write the {what} to {path} ({exc.strerror or exc})"
+    return None
+
+
+# -- the Markdown summary ----------------------------------------------------------------------------------------------
+
+
+def markdown_summary(summary: Mapping[str, Any], thresholds: Thresholds | None = None) -> str:
+    """Verdict line, run line, thresholds, per-scenario/endpoint table, client health, failover drills."""
+    results = thresholds_of(summary, thresholds)
+    blocks = [_verdict_line(summary, results), _run_line(summary)]
+    if results:
+        blocks.append(_threshold_table(results))
+    blocks.append(_rows_table(summary))
+    blocks += _error_lines(summary)
+    blocks += [esc(line) for line in _client_line(summary.get("client")).split("\n")]
+    drills = ((summary.get("failover") or {}).get("drills")) or []
+    if drills:
+        blocks.append(_drill_table(drills))
+    return "\n\n".join(b for b in blocks if b) + "\n"
+
+
+def write_markdown(
+    path: str,
+    summary: Mapping[str, Any],
+    thresholds: Thresholds | None = None,
+    redact: Callable[[str], str] | None = None,
+) -> str | None:
+    """Write the Markdown summary (secrets masked with the run's redactor); the problem as one line, or None."""
+    text = markdown_summary(masked(summary, redact), masked(thresholds, redact))
+    return write_text(path, text, "Markdown summary")
+
+
+def append_step_summary(text: str) -> str | None:
+    """Append to the file GitHub Actions names in $GITHUB_STEP_SUMMARY, so the run's verdict shows on the job's page;
+    nothing outside Actions. Capped at GitHub's 1 MiB per step (beyond it GitHub shows nothing at all). The problem as
+    one line, or None."""
+    path = os.environ.get(STEP_SUMMARY_ENV)
+    if not path:
+        return None
+    try:
+        with open(path, "ab") as f:
+            f.write(_capped(text))
+    except OSError as exc:
+        return f"cannot append to the GitHub step summary {path} ({exc.strerror or exc})"
+    return None
+
+
+def _capped(text: str) -> bytes:
+    """UTF-8 ending in a newline (the next step's summary starts on its own line), cut on a character boundary."""
+    data = text.encode("utf-8")
+    if len(data) > STEP_SUMMARY_MAX_BYTES:
+        note = b"\n\n(cut at GitHub's 1 MiB step-summary limit)\n"
+        data = data[: STEP_SUMMARY_MAX_BYTES - len(note)].decode("utf-8", "ignore").encode("utf-8") + note
+    return data if data.endswith(b"\n") else data + b"\n"
+
+
+def esc(text: Any) -> str:
+    """Free text for Markdown: one line, Markdown's specials backslash-escaped, `<`, `>` and `&` as entities (GitHub
+    would take `<redacted>` for an HTML tag and hide it)."""
+    one_line = " ".join(str(text).split())
+    entities = one_line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _SPECIAL.sub(r"\\\1", entities)
+
+
+def _table(header: Sequence[str], align: str, rows: Sequence[Sequence[str]]) -> str:
+    """`align` has one letter per column: l(eft) or r(ight)."""
+    marks = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(marks) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# verdict
+
+
+def _verdict_line(summary: Mapping[str, Any], results: list[Mapping[str, Any]]) -> str:
+    """The summary's verdict when the run recorded one; else one derived from the figures, and said to be."""
+    verdict = summary.get("verdict")
+    if verdict:
+        status = str(verdict.get("status") or "")
+        word = STATUS_WORDS.get(status, status.upper() or "UNKNOWN")
+        reasons = "; ".join(str(r) for r in verdict.get("reasons") or [])
+        code = verdict.get("exit_code")
+        line = f"**Verdict: {word}**" + (f" (exit code {code})" if code is not None else "")
+        return line + (f": {esc(reasons)}" if reasons else "")
+    word, reasons = _derived(summary, results)
+    return f"**Verdict: {word}** (derived here: the run recorded no verdict)" + (
+        f": {esc('; '.join(reasons))}" if reasons else ""
+    )
+
+
+def _derived(summary: Mapping[str, Any], results: list[Mapping[str, Any]]) -> tuple[str, list[str]]:
+    """A saturated client makes the latencies the load generator's (INVALID) before any threshold can FAIL."""
+    if summary.get("client_saturated"):
+        return "INVALID", list((summary.get("client") or {}).get("reasons") or ["client saturated"])
+    failed = [f"{r.get('expression')} failed" for r in results if r.get("passed") is False]
+    failover = summary.get("failover") or {}
+    failed += [f"drill {d.get('index')} failed" for d in failover.get("drills") or [] if d.get("passed") is False]
+    return ("FAIL", failed) if failed else ("PASS", [])
+
+
+def _run_line(summary: Mapping[str, Any]) -> str:
+    meta = summary.get("meta") or {}
+    parts = [f"Run {esc(meta.get('run_id') or '-')}"]
+    if summary.get("duration_s") is not None:
+        parts.append(f"{_num(summary['duration_s'])} s")
+    target = " ".join(esc(meta[k]) for k in ("provider", "model") if meta.get(k))
+    if meta.get("host"):
+        target += f" at {esc(meta['host'])}"
+    if target:
+        parts.append(target.strip())
+    return ", ".join(parts) + "."
+
+
+# tables
+
+
+def _threshold_table(results: list[Mapping[str, Any]]) -> str:
+    rows = [
+        [
+            esc(r.get("expression") or r.get("metric") or "-"),
+            threshold_value(r.get("value"), str(r.get("unit") or "")),
+            esc(threshold_limit(str(r.get("op") or ""), r.get("limit"), str(r.get("unit") or ""))),
+            _result_word(r),
+        ]
+        for r in results
+    ]
+    return "**Thresholds**\n\n" + _table(["threshold", "value", "limit", "result"], "lrrl", rows)
+
+
+def _result_word(r: Mapping[str, Any]) -> str:
+    """Pass, FAIL, or why it was not judged (too few samples...)."""
+    if r.get("passed") is True:
+        return "pass"
+    if r.get("passed") is False:
+        return "**FAIL**"
+    return "not judged: " + esc(r.get("reason") or "no value")
+
+
+_ROW_HEADER = ["scenario @ endpoint", "requests", "errors", "TTFT p50", "TTFT p95", "E2E p95", "tok/s", "cost $"]
+
+
+def _rows_table(summary: Mapping[str, Any]) -> str:
+    rows = [_row_cells(r) for r in summary.get("rows") or [] if r]
+    total = summary.get("total")
+    if total:
+        cells = _row_cells(total)
+        rows.append([f"**{cells[0]}**", *cells[1:]])
+    return "**Requests** (latencies in ms)\n\n" + _table(_ROW_HEADER, "lrrrrrrr", rows)
+
+
+def _row_cells(r: Mapping[str, Any]) -> list[str]:
+    lat = r.get("latency_ms") or {}
+
+    def p(metric: str, q: str) -> str:
+        return _num((lat.get(metric) or {}).get(q))
+
+    count, errors = r.get("count"), r.get("errors_total")
+    return [
+        esc(r.get("name") or TOTAL_NAME),
+        "-" if count is None else str(count),
+        "-" if errors is None else str(errors),
+        p("ttft", "p50"),
+        p("ttft", "p95"),
+        p("e2e", "p95"),
+        _num(r.get("output_tokens_per_s")),
+        _cost(r.get("cost_usd")),
+    ]
+
+
+def _error_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Errors by class per row, most frequent first, as on the console."""
+    out = []
+    for r in summary.get("rows") or []:
+        errors = (r or {}).get("errors") or {}
+        if errors:
+            ranked = sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))
+            out.append(f"Errors by class, {esc(r.get('name', '-'))}: " + ", ".join(f"{esc(k)} {v}" for k, v in ranked))
+    return out
+
+
+def _drill_table(drills: list[Mapping[str, Any]]) -> str:
+    rows = []
+    for d in drills:
+        what = f"{d.get('index')}: {d.get('endpoint')} {d.get('fault')}"
+        if d.get("at_s") is not None:
+            what += f" at +{_num(d['at_s'])} s"
+        if d.get("duration_s") is not None:
+            what += f" for {_num(d['duration_s'])} s"
+        checks = "; ".join(str(c.get("reason")) for c in d.get("checks") or []) or "no targets set"
+        rows.append([esc(what), _drill_word(d), esc(checks)])
+    return "**Failover drills**\n\n" + _table(["drill", "result", "checks"], "lll", rows)
+
+
+def _drill_word(d: Mapping[str, Any]) -> str:
+    """A drill still running at the end has no failback check yet: its pass is provisional and says so."""
+    if d.get("passed") is False:
+        return "**FAIL**"
+    return "pass so far (running at the end)" if d.get("running") else "pass"
