@@ -203,6 +203,30 @@ OPTIONS: tuple[Option, ...] = (
     # outputs
     _o("--llm-summary", OUTPUT, "", "Write the end-of-run LLM summary as JSON to this file.", web_ui=False),
     _o(
+        "--llm-threshold",
+        OUTPUT,
+        "",
+        "Thresholds that decide the exit code, ';'-separated, e.g. 'ttft p95 < 150ms; error_rate < 1%; "
+        "error_rate{class=rate_limited} < 5%' (grammar and metrics: docs/thresholds.md). With any threshold (or a "
+        "drill) the verdict sets the exit code: 0 pass, 99 failed, 3 run invalid, 2 configuration error.",
+    ),
+    _o(
+        "--llm-thresholds-file",
+        OUTPUT,
+        "",
+        "YAML file of thresholds (docs/thresholds.md), added to --llm-threshold.",
+        web_ui=False,
+    ),
+    _o("--llm-junit", OUTPUT, "", "Write JUnit XML (one test case per threshold) to this file.", web_ui=False),
+    _o(
+        "--llm-markdown",
+        OUTPUT,
+        "",
+        "Write a Markdown summary (verdict, thresholds, table) to this file; inside GitHub Actions it is also "
+        "appended to $GITHUB_STEP_SUMMARY.",
+        web_ui=False,
+    ),
+    _o(
         "--llm-records",
         OUTPUT,
         "",

@@ -61,6 +61,8 @@ def output_paths(options: Any) -> list[tuple[str, str]]:
     named = [
         ("--llm-summary", options.llm_summary),
         ("--llm-records", options.llm_records),
+        ("--llm-junit", getattr(options, "llm_junit", "")),
+        ("--llm-markdown", getattr(options, "llm_markdown", "")),
         ("--html", getattr(options, "html_file", None)),
     ]
     audit = str(getattr(options, "audit_file", "") or "")

@@ -24,6 +24,7 @@ from loadlib.locust.fatal import FatalStop
 from loadlib.locust.parts import HealthPart, NodePart, RecordsPart, StatsPart
 from loadlib.locust.scenario_part import ScenarioPart
 from loadlib.locust.sink_part import SinkPart
+from loadlib.locust.verdict_part import VerdictPart
 from loadlib.logs import RateLimitedLog
 from loadlib.metrics import scenarios as found
 from loadlib.pacing import ArrivalSchedule, worker_rate
@@ -31,6 +32,7 @@ from loadlib.records.record import RequestRecord
 from loadlib.redact import Redactor
 from loadlib.settings import RunSettings, build_settings
 
+SUMMARY_SCHEMA = "loadlib-summary/1"  # schemas/summary-v1.schema.json
 _CONTEXTS: weakref.WeakKeyDictionary[Any, RunContext] = weakref.WeakKeyDictionary()
 _PART_FAILED = RateLimitedLog(logging.getLogger("loadlib"), interval_s=30.0)
 
@@ -72,7 +74,10 @@ class RunContext:
         self.failover = FailoverPart(self.events, self.sinks)
         self.parts: list[NodePart] = [self.stats, self.health, RecordsPart(), self.sinks, self.scenarios]
         self.parts.append(self.failover)
+        self.verdicts = VerdictPart()  # last: it judges what every other part summarized
+        self.final_summary: dict[str, Any] | None = None
         self.parts += [make() for spec in self.scenarios.specs for make in spec.parts]
+        self.parts.append(self.verdicts)
         self.events.worker_health.add_listener(self.sinks.on_health)
         self.events.endpoint_event.add_listener(self.sinks.on_endpoint_event)
 
@@ -190,6 +195,7 @@ class RunContext:
         """The run's summary as it stands: meta and duration, then every part's figures."""
         opts = self.options
         meta = {
+            "schema": SUMMARY_SCHEMA,
             "run_id": getattr(opts, "run_id", None),
             "host": self.environment.host,
             "provider": getattr(opts, "llm_provider", None),

@@ -27,6 +27,9 @@ from loadlib.locust.checks import PLACEHOLDER_HOST, check_output_path, check_out
 from loadlib.locust.context import RunContext, context
 from loadlib.locust.drills import DRILL_MESSAGE, DrillDriver, mock_base_url, start_pool_mocks, stop_mocks
 from loadlib.locust.embedded_mock import start_embedded_mock
+from loadlib.locust.verdict_part import thresholds_from_options
+from loadlib.outputs.junit import write_junit
+from loadlib.outputs.markdown import append_step_summary, markdown_summary, write_markdown
 from loadlib.outputs.summary import force_exit_code, write_summary
 from loadlib.records import tokens
 from loadlib.redact import install_log_filter
@@ -112,6 +115,7 @@ def _prepare_master_or_local(ctx: RunContext) -> None:
             opts.llm_endpoint_name = "mock"
         notes = check_run(opts, host, pooled=data is not None)
         ctx.pool = checked_pool(opts, host, data)
+        thresholds_from_options(opts)
         ctx.scenarios.check(opts, load=not ctx.is_master)
         ctx.redact = secrets_of(opts, ctx.pool)
         install_log_filter(ctx.redact)
@@ -213,16 +217,18 @@ def on_test_stop(ctx: RunContext) -> None:
 
 
 def on_quitting(ctx: RunContext) -> None:
-    """Before Locust settles its exit code: a run with drills exits by their verdict (failed attempts are the point
-    of a drill, so Locust's any-failure rule would fail every drill), unless loadlib already set one."""
+    """Before Locust settles its exit code: the final summary, and with thresholds or drills its verdict sets the
+    exit code (Locust's any-failure rule would fail every drill and every run that expects some errors), unless
+    loadlib already set one (a start-up or fatal stop)."""
     ctx.sinks.close()
-    if ctx.is_worker or ctx.options is None or ctx.environment.process_exit_code is not None:
+    if ctx.is_worker or ctx.options is None:
         return
-    figures: dict[str, Any] = {}
-    ctx.failover.summarize(figures)
-    passed = figures["failover"]["passed"]
-    if passed is not None:
-        ctx.environment.process_exit_code = 0 if passed else 1
+    if ctx.stopped_at is None:
+        ctx.stopped_at = time.time()
+    ctx.final_summary = ctx.summary()
+    outcome = ctx.final_summary.get("verdict")
+    if outcome is not None and ctx.environment.process_exit_code is None:
+        ctx.environment.process_exit_code = outcome["exit_code"]
 
 
 def on_quit(ctx: RunContext) -> None:
@@ -233,8 +239,10 @@ def on_quit(ctx: RunContext) -> None:
         return
     if ctx.stopped_at is None:
         ctx.stopped_at = time.time()
-    summary = ctx.summary()
+    final = ctx.final_summary  # with a verdict, print what set the exit code; else the latest (late worker reports)
+    summary = final if final is not None and final.get("verdict") else ctx.summary()
     print("\n".join(ctx.lines(summary)), flush=True)
+    _write_ci_outputs(ctx, summary)
     path = ctx.options.llm_summary
     if path:
         problem = write_summary(path, summary, ctx.redact)
@@ -246,6 +254,22 @@ def on_quit(ctx: RunContext) -> None:
     if ctx.mock is not None:
         ctx.mock.stop()
     stop_mocks(ctx.mocks)
+
+
+def _write_ci_outputs(ctx: RunContext, summary: dict[str, Any]) -> None:
+    """JUnit and Markdown when asked for; the Markdown also goes to GitHub's step summary inside Actions. A file that
+    cannot be written is one line and exit code 2, like the JSON summary."""
+    opts = ctx.options
+    problems = []
+    if opts.llm_junit:
+        problems.append(write_junit(opts.llm_junit, summary, redact=ctx.redact))
+    if opts.llm_markdown:
+        problems.append(write_markdown(opts.llm_markdown, summary, redact=ctx.redact))
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        problems.append(append_step_summary(ctx.redact(markdown_summary(summary))))
+    for problem in filter(None, problems):
+        sys.stderr.write(f"error: {problem}\n")
+        force_exit_code(2)
 
 
 def stop_run(ctx: RunContext, message: str) -> None:

@@ -149,3 +149,13 @@ def test_a_bad_pool_or_drill_is_one_line_before_any_mock_starts(pool: str, words
 def test_a_bad_drill_option_is_one_line() -> None:
     line = refused("--llm-drill", "mock:explode@5s+5s")
     assert "explode" in line, line
+
+
+@pytest.mark.parametrize(
+    ("threshold", "words"),
+    [("latency p95 < 1s", "unknown metric 'latency'"), ("ttft p95 < 5%", "%"), ("ttft p95 ~ 5ms", "~")],
+    ids=["metric", "unit", "operator"],
+)
+def test_a_bad_threshold_is_one_line_before_any_load(threshold: str, words: str) -> None:
+    line = refused("--llm-threshold", threshold)
+    assert words in line, line
