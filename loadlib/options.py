@@ -59,12 +59,17 @@ class Option:
 
     def kwargs(self) -> dict[str, Any]:
         """argparse keyword arguments (Locust's parser also reads `env_var` and `include_in_web_ui`)."""
-        kw: dict[str, Any] = {"help": self.help, "default": self.default, "env_var": self.env_var}
+        kw: dict[str, Any] = {"help": _argparse_text(self.help), "default": self.default, "env_var": self.env_var}
         if self.flag_only:
             kw["action"] = "store_true"
         else:
             kw.update({k: v for k, v in (("type", self.type), ("choices", self.choices)) if v is not None})
         return kw
+
+
+def _argparse_text(text: str) -> str:
+    """argparse formats help with %: a literal percent sign (as in 'error_rate < 1%') must be doubled."""
+    return text.replace("%", "%%")
 
 
 def _o(flag: str, group: str, default: Any, help: str, **kw: Any) -> Option:
@@ -384,7 +389,8 @@ def help_parser() -> argparse.ArgumentParser:
         group = out.add_argument_group(title)
         for option in options:
             default = "" if option.flag_only or option.default in ("", None) else f" (default: {option.default})"
-            group.add_argument(option.flag, help=f"{option.help}{default} [{option.env_var}]", action="store_true")
+            text = _argparse_text(f"{option.help}{default} [{option.env_var}]")
+            group.add_argument(option.flag, help=text, action="store_true")
     return out
 
 
