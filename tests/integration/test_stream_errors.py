@@ -211,7 +211,9 @@ def test_first_token_keeps_its_own_arrival_when_later_tokens_arrive_before_the_b
         out = stream_call(conn, adapter, http)
         g.join()
     assert out.status is ErrorClass.OK
-    assert 99 <= out.ttft_ms < 104, f"the first token's own arrival (~100 ms), not the merged read's: {out.ttft_ms}"
+    # the first token's own arrival (~100 ms; the mock's timer on a busy two-core box adds a few ms, seen up to 104.1),
+    # far from the merged read's stamp (>= 135 ms, asserted below)
+    assert 99 <= out.ttft_ms < 115, f"the first token's own arrival (~100 ms), not the merged read's: {out.ttft_ms}"
     assert out.output_stamps_ms[1] >= 135, f"tokens read together carry the newest stamp: {out.output_stamps_ms}"
 
 
