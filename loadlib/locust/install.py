@@ -223,6 +223,8 @@ def on_quitting(ctx: RunContext) -> None:
     ctx.sinks.close()
     if ctx.is_worker or ctx.options is None:
         return
+    if not ctx.verdicts.thresholds and not (ctx.pool is not None and ctx.pool.drills):
+        return  # no verdict to settle: the summary is built once, at quit, with the latest worker reports
     if ctx.stopped_at is None:
         ctx.stopped_at = time.time()
     ctx.final_summary = ctx.summary()

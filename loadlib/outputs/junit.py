@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from loadlib.outputs.markdown import Thresholds, masked, threshold_limit, threshold_value, thresholds_of, write_text
+from loadlib.outputs.markdown import Thresholds, masked, threshold_limit, threshold_value, thresholds_of
+from loadlib.outputs.summary import write_text
 
 SUITE_NAME = "loadlib thresholds"
 CLIENT_CASE = "client not saturated"

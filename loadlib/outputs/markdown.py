@@ -12,15 +12,14 @@ masking secrets, writing a file whole), so loadlib.outputs.junit imports from he
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from loadlib.metrics.summary import TOTAL_NAME, _client_line, _cost, _num
+from loadlib.outputs.summary import write_text
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 STEP_SUMMARY_MAX_BYTES = 1024 * 1024  # GitHub refuses a step's summary above 1 MiB
@@ -74,21 +73,6 @@ def masked(data: Any, redact: Callable[[str], str] | None) -> Any:
     if redact is None:
         return data
     return json.loads(redact(json.dumps(data, default=str)))
-
-
-def write_text(path: str, text: str, what: str) -> str | None:
-    """Write `text` via a temporary file, so a failure leaves no half file; the problem as one line, or None."""
-    target = Path(path).expanduser()
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(target)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        return f"cannot write the {what} to {path} ({exc.strerror or exc})"
-    return None
 
 
 # -- the Markdown summary ----------------------------------------------------------------------------------------------

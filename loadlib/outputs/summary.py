@@ -19,19 +19,23 @@ from typing import Any
 
 
 def write_summary(path: str, summary: dict[str, Any], redact: Callable[[str], str]) -> str | None:
-    """Write the summary as JSON (via a temporary file, so a failure leaves no half file); the problem as one line,
-    or None when written."""
+    """Write the summary as JSON; the problem as one line, or None when written."""
+    problem = write_text(path, redact(json.dumps(summary, indent=2, default=str)) + "\n", "LLM summary")
+    return f"{problem}; the table above is all there is" if problem else None
+
+
+def write_text(path: str, text: str, what: str) -> str | None:
+    """Write `text` via a temporary file, so a failure leaves no half file; the problem as one line, or None."""
     target = Path(path).expanduser()
-    text = redact(json.dumps(summary, indent=2, default=str)) + "\n"
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text)
+        tmp.write_text(text, encoding="utf-8")
         tmp.replace(target)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        return f"cannot write the LLM summary to {path} ({exc.strerror or exc}); the table above is all there is"
+        return f"cannot write the {what} to {path} ({exc.strerror or exc})"
     return None
 
 
