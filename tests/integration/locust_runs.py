@@ -9,9 +9,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
-from contextlib import closing
+from collections.abc import Callable, Sequence
+from contextlib import closing, suppress
 from pathlib import Path
+
+import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,15 +54,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def worker(port: int, locustfile: str, prefix: Sequence[str] = ()) -> subprocess.Popen:
+    """A real Locust worker connecting to a master on loopback `port`, its command behind `prefix`."""
+    cmd = locust_cmd("--worker", "--master-host", "127.0.0.1", "--master-port", str(port), locustfile=locustfile)
+    return subprocess.Popen([*prefix, *cmd], cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def run_distributed(
     *args: str,
     workers: int = 2,
     timeout: float = 120,
     during: Callable[[], None] | None = None,
     locustfile: str = "locustfiles/chat.py",
+    worker_prefix: Sequence[Sequence[str]] | None = None,
 ) -> tuple[int, str, float]:
     """A real headless master plus `workers` real worker processes on loopback; `during()` runs in a thread while the
-    test runs. Returns (master exit code, master stderr, wall seconds); every process is reaped or killed."""
+    test runs; `worker_prefix[i]` (e.g. `taskset -c 0 nice -n 19`) goes before worker i's command. Returns (master
+    exit code, master stderr, wall seconds); every process is reaped or killed."""
     port = free_port()
     start = time.monotonic()
     master = subprocess.Popen(
@@ -84,16 +94,8 @@ def run_distributed(
         stderr=subprocess.PIPE,
         text=True,
     )
-    procs = [
-        subprocess.Popen(
-            locust_cmd("--worker", "--master-host", "127.0.0.1", "--master-port", str(port), locustfile=locustfile),
-            cwd=ROOT,
-            env=env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(workers)
-    ]
+    prefixes = list(worker_prefix or [])
+    procs = [worker(port, locustfile, prefixes[i] if i < len(prefixes) else ()) for i in range(workers)]
     thread = threading.Thread(target=during, daemon=True) if during is not None else None
     if thread is not None:
         thread.start()
@@ -112,3 +114,54 @@ def run_distributed(
         if thread is not None:
             thread.join(timeout=30)
     return master.returncode, err, time.monotonic() - start
+
+
+# Burns while the system-wide monotonic clock is in the first `burn_s` of each period, so several burners stay in phase
+# and share their rests (rest 0: burns without a break).
+BURNER = """import time
+end = time.monotonic() + {seconds}
+while (now := time.monotonic()) < end:
+    phase = now % ({burn_s} + {rest_s})
+    if phase >= {burn_s}:
+        time.sleep({burn_s} + {rest_s} - phase)
+"""
+
+
+class CpuHog:
+    """`burners` busy-loop processes pinned to CPU `core` at normal priority, burning `burn_s` then resting `rest_s`
+    in phase with each other, each ending by itself after `seconds` at the latest. `start()` may run in
+    run_distributed's `during` thread; `stop()` (in a finally) kills them, and once stopped no later `start()` runs."""
+
+    def __init__(self, core: int, seconds: float, burners: int = 1, burn_s: float = 1.0, rest_s: float = 0.0) -> None:
+        code = BURNER.format(seconds=seconds, burn_s=burn_s, rest_s=rest_s)
+        self.cmd = ["taskset", "-c", str(core), sys.executable, "-c", code]
+        self.burners = burners
+        self.procs: list[subprocess.Popen] = []
+        self.lock = threading.Lock()
+        self.stopped = False
+
+    def start(self) -> None:
+        with self.lock:
+            if not self.stopped and not self.procs:
+                self.procs = [subprocess.Popen(self.cmd) for _ in range(self.burners)]
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            for p in self.procs:
+                p.kill()
+                p.wait()
+
+
+def wait_for_connected_child(niceness: int, timeout: float) -> bool:
+    """Wait until a child process of this one running at `niceness` has an established TCP connection (a worker
+    that has booted and reached its master)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child in psutil.Process().children():
+            with suppress(psutil.Error):
+                conns = child.net_connections("tcp") if child.nice() == niceness else []
+                if any(c.status == psutil.CONN_ESTABLISHED for c in conns):
+                    return True
+        time.sleep(0.05)
+    return False
