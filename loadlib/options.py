@@ -222,6 +222,28 @@ OPTIONS: tuple[Option, ...] = (
         "YAML file of thresholds (docs/thresholds.md), added to --llm-threshold.",
         web_ui=False,
     ),
+    _o(
+        "--llm-abort-on-fail",
+        OUTPUT,
+        False,
+        "Evaluate the thresholds once a second during the run and stop it (every worker, outputs still written, exit "
+        "99) as soon as one is lost for good (k6's abortOnFail; docs/thresholds.md).",
+        flag_only=True,
+    ),
+    _o(
+        "--llm-abort-delay",
+        OUTPUT,
+        10.0,
+        "Seconds after the test starts before --llm-abort-on-fail may stop it (k6's delayAbortEval): percentiles need "
+        "their samples first.",
+    ),
+    _o(
+        "--llm-request-slo",
+        OUTPUT,
+        "",
+        "Per-request SLO for goodput, e.g. 'ttft <= 500ms, tpot <= 50ms': a request is good when it succeeded within "
+        "every bound; the summary reports the good share per row and 'goodput >= 95%' can be a threshold.",
+    ),
     _o("--llm-junit", OUTPUT, "", "Write JUnit XML (one test case per threshold) to this file.", web_ui=False),
     _o(
         "--llm-markdown",
@@ -260,8 +282,10 @@ OPTIONS: tuple[Option, ...] = (
     _o(
         "--scenario-slo",
         LOAD,
-        "",
-        "Override scenario SLOs, e.g. 'support_chat.ttft_p95_ms=300,compliance.schema_valid_share=0.95'.",
+        "on",
+        "The scenarios' SLO defaults as thresholds (on) or not (off). To change one, give a threshold with the "
+        "scenario tag, e.g. --llm-threshold 'ttft{scenario=support_chat} p95 < 300ms' (docs/thresholds.md).",
+        choices=("on", "off"),
     ),
     # scenario data
     _o("--data-seed", DATA, 1, "Seed of the generated scenario data (same seed, same data)."),

@@ -12,6 +12,7 @@ from locust import between, task
 import itertools
 
 from loadlib.locust import LLMUser
+from loadlib.locust.scenario_part import ScenarioSpec
 from loadlib.records import tokens
 
 SYSTEM = "You are a concise, friendly support assistant for an online electronics store."
@@ -27,8 +28,13 @@ PROMPTS = [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": q
 PROMPT_TOKENS = [tokens.count_chat(p) for p in PROMPTS]  # counted once, before any request is timed
 
 
+# interactive chat: the first token within a second for 95 % of requests, under 1 % errors (docs/thresholds.md)
+SPEC = ScenarioSpec("chat", slo=("ttft p95 < 1s", "error_rate < 1%"))
+
+
 class ChatUser(LLMUser):
     scenario = "chat"
+    spec = SPEC
     wait_time = between(0.05, 0.2)
 
     def on_start(self) -> None:

@@ -45,6 +45,7 @@ def check_endpoint(options: Any, host: str, pooled: bool = False) -> tuple[Timeo
     PriceTable.load(options.llm_price_table or None)
     _at_least(options.llm_stop_on_fatal_s, 0, "--llm-stop-on-fatal-s")
     _at_least(options.arrival_rate, 0, "--arrival-rate")
+    _at_least(getattr(options, "llm_abort_delay", 0.0), 0, "--llm-abort-delay")
     if options.arrival_process not in PROCESSES:
         raise ConfigError(f"--arrival-process must be one of {', '.join(PROCESSES)}, got {options.arrival_process!r}")
     return timeouts_from_options(options), limits_from_options(options)

@@ -66,6 +66,7 @@ class RunContext:
         self.mocks: dict[str, Any] = {}  # the pool's embedded mocks by endpoint name (master or local runner)
         self.pool: Any = None  # the pool as checked at start-up (master or local runner)
         self.drills: Any = None  # the drill driver (master or local runner)
+        self.abort: Any = None  # the abort-on-fail watch of the current test (master or local runner)
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self.wired = False
@@ -74,7 +75,8 @@ class RunContext:
         self.failover = FailoverPart(self.events, self.sinks)
         self.parts: list[NodePart] = [self.stats, self.health, RecordsPart(), self.sinks, self.scenarios]
         self.parts.append(self.failover)
-        self.verdicts = VerdictPart()  # last: it judges what every other part summarized
+        # last: it judges what every other part summarized
+        self.verdicts = VerdictPart({s.name: s.slo for s in self.scenarios.specs})
         self.final_summary: dict[str, Any] | None = None
         self.parts += [make() for spec in self.scenarios.specs for make in spec.parts]
         self.parts.append(self.verdicts)

@@ -23,6 +23,7 @@ from loadlib import options
 from loadlib.config import NO_KEY, make_endpoint
 from loadlib.errors import LoadlibError
 from loadlib.failover.pool import PoolConfig, check_pool
+from loadlib.locust.abort import AbortWatch
 from loadlib.locust.checks import PLACEHOLDER_HOST, check_output_path, check_outputs, check_run
 from loadlib.locust.context import RunContext, context
 from loadlib.locust.drills import DRILL_MESSAGE, DrillDriver, mock_base_url, start_pool_mocks, stop_mocks
@@ -115,7 +116,7 @@ def _prepare_master_or_local(ctx: RunContext) -> None:
             opts.llm_endpoint_name = "mock"
         notes = check_run(opts, host, pooled=data is not None)
         ctx.pool = checked_pool(opts, host, data)
-        thresholds_from_options(opts)
+        thresholds_from_options(opts, ctx.verdicts.slos)
         ctx.scenarios.check(opts, load=not ctx.is_master)
         ctx.redact = secrets_of(opts, ctx.pool)
         install_log_filter(ctx.redact)
@@ -196,9 +197,19 @@ def on_test_start(ctx: RunContext) -> None:
     install_log_filter(ctx.redact)
     if ctx.drills is not None:
         ctx.drills.start()
+    _watch_thresholds(ctx)
     if ctx.generates_load:
         _quiet_gc()
     get_hub().loop.update_now()  # Locust arms -t from the loop's cached clock, stale after the blocking work above
+
+
+def _watch_thresholds(ctx: RunContext) -> None:
+    """With --llm-abort-on-fail, the master (or local runner) evaluates the thresholds during the run."""
+    if ctx.is_worker or not getattr(ctx.options, "llm_abort_on_fail", False) or not ctx.verdicts.thresholds:
+        return
+    delay = float(getattr(ctx.options, "llm_abort_delay", 10.0) or 0.0)
+    ctx.abort = AbortWatch(ctx, delay, lambda: end_run(ctx))
+    ctx.abort.start()
 
 
 def _quiet_gc() -> None:
@@ -210,6 +221,8 @@ def _quiet_gc() -> None:
 
 
 def on_test_stop(ctx: RunContext) -> None:
+    if ctx.abort is not None:
+        ctx.abort.stop()
     if ctx.drills is not None:
         ctx.drills.stop()
         ctx.failover.write_drills()
@@ -225,6 +238,8 @@ def on_quitting(ctx: RunContext) -> None:
         return
     if not ctx.verdicts.thresholds and not (ctx.pool is not None and ctx.pool.drills):
         return  # no verdict to settle: the summary is built once, at quit, with the latest worker reports
+    if ctx.stopped_at is None and ctx.started_at is not None:
+        ctx.verdicts.interrupted = True  # quitting while the test runs: a signal, not -t, an abort or a stop
     if ctx.stopped_at is None:
         ctx.stopped_at = time.time()
     ctx.final_summary = ctx.summary()
@@ -284,6 +299,12 @@ def stop_run(ctx: RunContext, message: str) -> None:
     sys.stderr.write(f"error: {message}\n")
     sys.stderr.flush()
     ctx.environment.process_exit_code = 2
+    end_run(ctx)
+
+
+def end_run(ctx: RunContext) -> None:
+    """End the test from inside: quit a headless run (every worker with it), stop a web UI one."""
+    runner = ctx.environment.runner
     gevent.spawn(runner.quit if getattr(ctx.options, "headless", False) else runner.stop)
 
 

@@ -1,7 +1,7 @@
 """Node parts: what lives on each node of a run and is merged on the master, behind one protocol.
 
-LLM statistics, client health, per-request records, the InfluxDB sink and scenario results are node parts (failover
-state and threshold verdicts will be too). The run context (loadlib.locust.context) drives every part from Locust's
+LLM statistics, client health, per-request records, the InfluxDB sink and scenario results are node parts (so are
+failover state and threshold verdicts). The run context (loadlib.locust.context) drives every part from Locust's
 events: `start` / `stop` with the test, `add` once per record, `ship` into a worker's report and `merge` on the
 master, `reset` with Locust's statistics, `summarize` into the end-of-run summary (JSON and web UI) and `lines` for
 the console and the web UI, `close` when the process quits. A part inherits a no-op for every step it has no use for.
@@ -19,6 +19,7 @@ from loadlib.metrics.summary import build_summary, render_table
 from loadlib.outputs.records import open_export
 from loadlib.records.record import RequestRecord
 from loadlib.settings import RunSettings
+from loadlib.verdicts.goodput import RequestSLO, parse_request_slo
 
 
 class Node(Protocol):
@@ -104,13 +105,18 @@ class StatsPart(MergedPart):
 
     def __init__(self) -> None:
         self.stats = LLMStats()
+        self.slo: RequestSLO | None = None
         super().__init__(self.stats)
 
+    def start(self, ctx: Node) -> None:
+        self.slo = parse_request_slo(getattr(ctx.options, "llm_request_slo", ""))
+
     def add(self, record: RequestRecord) -> None:
-        self.stats.add(record)
+        self.stats.add(record, self.slo is not None and self.slo.meets(record))
 
     def summarize(self, summary: dict[str, Any]) -> None:
-        summary.update(build_summary(self.stats, summary["duration_s"], None, summary["meta"]))
+        text = self.slo.text if self.slo is not None else ""
+        summary.update(build_summary(self.stats, summary["duration_s"], None, summary["meta"], text))
 
     def lines(self, summary: dict[str, Any]) -> list[str]:
         return render_table(summary).split("\n")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import gevent
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from loadlib.locust.parts import MergedPart, Node
@@ -19,19 +19,28 @@ from loadlib.metrics.scenarios import ScenarioResults, render_scenarios, scenari
 T = TypeVar("T")
 
 
+def _nothing(options: Any) -> None:
+    return None
+
+
+def _no_signature(options: Any) -> tuple[Any, ...]:
+    return ()
+
+
 @dataclass(frozen=True)
 class ScenarioSpec:
     """`prepare(options)` builds the scenario's data (heavy: tokenising, generating; run before any request is
     timed, in a thread on workers) and is rebuilt only when `signature(options)` changes (web UI edits);
-    `validate(options)` raises ConfigError for a user mistake (the master checks files it does not load); `slo` maps
-    a metric to its limit (a metric ending in `_share` is a minimum, any other a maximum); `parts` make node parts
-    (loadlib.locust.parts) the scenario needs, such as the compliance audit trail."""
+    `validate(options)` raises ConfigError for a user mistake (the master checks files it does not load); `slo` are
+    the scenario's default thresholds, written without a scenario tag (loadlib.verdicts.slo adds it); `parts` make
+    node parts (loadlib.locust.parts) the scenario needs, such as the compliance audit trail. A scenario without
+    data of its own (plain chat) gives only a name and its SLOs."""
 
     name: str
-    prepare: Callable[[Any], Any]
-    validate: Callable[[Any], None]
-    signature: Callable[[Any], tuple[Any, ...]]
-    slo: Mapping[str, float] = field(default_factory=dict)
+    prepare: Callable[[Any], Any] = _nothing
+    validate: Callable[[Any], None] = _nothing
+    signature: Callable[[Any], tuple[Any, ...]] = _no_signature
+    slo: tuple[str, ...] = ()
     parts: tuple[Callable[[], Any], ...] = ()
 
 
@@ -49,7 +58,6 @@ class ScenarioPart(MergedPart):
         self.specs = specs
         self.results = ScenarioResults()
         super().__init__(self.results)
-        self.overrides = ""
         self._data: dict[str, tuple[tuple[Any, ...], Any]] = {}
 
     def data(self, spec: ScenarioSpec, options: Any) -> Any:
@@ -69,7 +77,6 @@ class ScenarioPart(MergedPart):
                 spec.validate(options)
 
     def start(self, ctx: Node) -> None:
-        self.overrides = str(getattr(ctx.options, "scenario_slo", "") or "")
         if ctx.generates_load:
             in_thread(lambda: self.check(ctx.options, load=True))
 
@@ -77,8 +84,7 @@ class ScenarioPart(MergedPart):
         return not self.results.empty
 
     def summarize(self, summary: dict[str, Any]) -> None:
-        defaults = {spec.name: dict(spec.slo) for spec in self.specs}
-        summary["scenarios"] = scenario_summary(self.results, summary, defaults, self.overrides)
+        summary["scenarios"] = scenario_summary(self.results, summary)
 
     def lines(self, summary: dict[str, Any]) -> list[str]:
         block = render_scenarios(summary)

@@ -1,35 +1,65 @@
 """Thresholds and the run's verdict as a node part: on the master (or local runner) the thresholds given with
---llm-threshold / --llm-thresholds-file are evaluated over the merged summary, last of all parts, and the verdict
-(docs/outputs.md, "Exit codes") joins the summary, the console and the web UI. Workers hold nothing here."""
+--llm-threshold / --llm-thresholds-file and the SLO defaults of the run's scenarios (unless --scenario-slo off) are
+evaluated over the merged summary, last of all parts, and the verdict (docs/outputs.md, "Exit codes") joins the
+summary, the console and the web UI. Workers hold nothing here."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loadlib.errors import ConfigError
 from loadlib.locust.parts import Node, NodePart
 from loadlib.verdicts import verdict as verdicts
 from loadlib.verdicts.evaluate import evaluate
+from loadlib.verdicts.goodput import parse_request_slo
+from loadlib.verdicts.slo import applicable, combine, scenario_defaults
 from loadlib.verdicts.thresholds import Threshold, load_file, parse_all
 
 
-def thresholds_from_options(options: Any) -> list[Threshold]:
-    """Every threshold of the run; ConfigError (one line) on the first that does not parse."""
+def thresholds_from_options(options: Any, slos: Mapping[str, Sequence[str]] | None = None) -> list[Threshold]:
+    """Every threshold of the run: the user's, then the scenario SLO defaults (`slos`: scenario -> expressions) they
+    do not restate. ConfigError (one line) on the first that does not parse."""
     written = [t for t in str(getattr(options, "llm_threshold", "") or "").split(";") if t.strip()]
     found = parse_all(written)
     path = str(getattr(options, "llm_thresholds_file", "") or "")
-    return found + (load_file(path) if path else [])
+    user = found + (load_file(path) if path else [])
+    _check_goodput(user, options)
+    if str(getattr(options, "scenario_slo", "on") or "on") == "off":
+        return user
+    return combine(user, scenario_defaults(slos or {}))
+
+
+def _check_goodput(thresholds: Sequence[Threshold], options: Any) -> None:
+    """Goodput counts requests against the per-request SLO: without one there is nothing to count."""
+    has_slo = parse_request_slo(getattr(options, "llm_request_slo", "")) is not None
+    for t in thresholds:
+        if t.metric == "goodput" and not has_slo:
+            raise ConfigError(
+                f"threshold {t.expression!r} needs a per-request SLO to count good requests: add "
+                "--llm-request-slo, e.g. 'ttft <= 500ms, tpot <= 50ms' (docs/thresholds.md#goodput)"
+            )
 
 
 class VerdictPart(NodePart):
-    def __init__(self) -> None:
+    """`aborted` is set by the abort watch (loadlib.locust.abort) when a lost threshold stopped the run, `interrupted`
+    at quit when a signal ended a test that was still running."""
+
+    def __init__(self, slos: Mapping[str, Sequence[str]] | None = None) -> None:
+        self.slos = dict(slos or {})
         self.thresholds: list[Threshold] = []
+        self.aborted: dict[str, Any] | None = None
+        self.interrupted = False
 
     def start(self, ctx: Node) -> None:
+        self.aborted, self.interrupted = None, False
         if not ctx.is_worker:
-            self.thresholds = thresholds_from_options(ctx.options)
+            self.thresholds = thresholds_from_options(ctx.options, self.slos)
 
     def summarize(self, summary: dict[str, Any]) -> None:
-        results = evaluate(self.thresholds, summary)
+        summary["aborted"] = self.aborted
+        summary["interrupted"] = self.interrupted
+        results = evaluate(applicable(self.thresholds, summary), summary)
         outcome = verdicts.verdict(results, summary)
         if results:
             summary["thresholds"] = results

@@ -3,7 +3,7 @@ schema validity, determinism, audit files, open-loop rate), merged across worker
 
 Each node counts into one `ScenarioResults` (flat string keys, mergeable histograms), shipped with worker reports and
 merged on the master by the scenario node part (loadlib.locust.scenario_part); at the end `scenario_summary` turns
-the keys into one dict per scenario (plus SLO verdicts against the summary's rows) and `render_scenarios` gives the
+the keys into one dict per scenario (their SLOs are thresholds: loadlib.verdicts.slo) and `render_scenarios` gives the
 short block after the LLM table. Scenario users record through the small functions below, so the key scheme lives
 here only.
 """
@@ -274,59 +274,7 @@ def _open_loop(r: ScenarioResults, duration_s: float | None) -> dict[str, Any] |
     }
 
 
-def parse_slo_overrides(spec: str) -> dict[str, dict[str, float]]:
-    """`support_chat.ttft_p95_ms=300,compliance.schema_valid_share=0.95` -> {scenario: {metric: limit}}."""
-    out: dict[str, dict[str, float]] = {}
-    for item in filter(None, (p.strip() for p in (spec or "").split(","))):
-        name, sep, value = item.partition("=")
-        scenario, dot, metric = name.strip().partition(".")
-        if not sep or not dot:
-            raise ValueError(f"--scenario-slo item {item!r} is not scenario.metric=limit")
-        out.setdefault(scenario, {})[metric] = float(value)
-    return out
-
-
-def _slo_value(metric: str, row: dict[str, Any], scenario: dict[str, Any] | None) -> float | None:
-    if metric.endswith("_share"):
-        return (scenario or {}).get(metric)
-    if metric == "error_rate":
-        return row.get("error_rate")
-    name, _, rest = metric.partition("_")
-    q = rest.removesuffix("_ms")
-    return ((row.get("latency_ms") or {}).get(name) or {}).get(q)
-
-
-def slo_verdicts(
-    summary: dict[str, Any], scenarios: dict[str, Any], defaults: dict[str, dict[str, float]], overrides: str = ""
-) -> list[dict[str, Any]]:
-    """Each scenario's SLOs (defaults < overrides; a metric ending in `_share` is a minimum, any other a maximum)
-    against its rows: one verdict per row and metric."""
-    limits = {s: dict(m) for s, m in defaults.items()}
-    for s, m in parse_slo_overrides(overrides).items():
-        limits.setdefault(s, {}).update(m)
-    out = []
-    for row in summary.get("rows") or []:
-        for metric, limit in (limits.get(row.get("scenario")) or {}).items():
-            value = _slo_value(metric, row, scenarios.get(row.get("scenario")))
-            minimum = metric.endswith("_share")
-            ok = None if value is None else (value >= limit if minimum else value <= limit)
-            out.append(
-                {
-                    "scenario": row.get("scenario"),
-                    "endpoint": row.get("endpoint"),
-                    "metric": metric,
-                    "limit": limit,
-                    "kind": "min" if minimum else "max",
-                    "value": value,
-                    "pass": ok,
-                }
-            )
-    return out
-
-
-def scenario_summary(
-    r: ScenarioResults, summary: dict[str, Any], slo_defaults: dict[str, dict[str, float]], overrides: str = ""
-) -> dict[str, Any] | None:
+def scenario_summary(r: ScenarioResults, summary: dict[str, Any]) -> dict[str, Any] | None:
     """The scenario part of the end-of-run summary (None when no scenario recorded anything)."""
     parts = {
         "support_chat": _support_chat(r),
@@ -335,12 +283,6 @@ def scenario_summary(
         "open_loop": _open_loop(r, summary.get("duration_s")),
     }
     out: dict[str, Any] = {k: v for k, v in parts.items() if v is not None}
-    try:
-        slo = slo_verdicts(summary, out, slo_defaults, overrides)
-    except ValueError as exc:
-        slo, out["slo_error"] = [], str(exc)
-    if slo:
-        out["slo"] = slo
     return out or None
 
 
@@ -419,12 +361,4 @@ def render_scenarios(summary: dict[str, Any]) -> str:
             f"open loop ({ol.get('process')}): target {_n(ol.get('target_rps'))} req/s, achieved "
             f"{_n(ol.get('achieved_rps'))} req/s ({_n(ol.get('sent'))} sent)"
         )
-    for v in s.get("slo") or []:
-        verdict = "PASS" if v["pass"] else ("FAIL" if v["pass"] is False else "n/a")
-        op = ">=" if v["kind"] == "min" else "<="
-        out.append(
-            f"SLO {verdict}: {v['scenario']} @ {v['endpoint']} {v['metric']} {_n(v['value'])} ({op} {_n(v['limit'])})"
-        )
-    if s.get("slo_error"):
-        out.append(f"SLO not checked: {s['slo_error']}")
     return "\n".join(out)

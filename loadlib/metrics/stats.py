@@ -13,6 +13,7 @@ What counts where:
   generated and billed. Token sums use the server's usage and fall back to our estimate per request. `priced` counts
   attempts with a cost; `unpriced` those with output tokens but no cost (the model is missing from the price table).
 - Token-estimate deviation takes every attempt that has both usage and an estimate: (estimate - usage) / usage.
+- `good` counts successful attempts that met the run's per-request SLO (goodput; 0 when the run has none).
 - `usage_rejected` counts attempts whose server usage held a count that was not sane (negative, fractional, absurdly
   large, not a number): those counts were replaced by our estimate.
 - Open-loop latency from the intended send time (E2E or TTFT plus schedule lag) takes successful attempts with an
@@ -56,6 +57,7 @@ COUNTERS = (
     "prompt_dev_over_10pct",
     "completion_dev_over_10pct",
     "usage_rejected",
+    "good",
 )
 DEVIATION_LIMIT_PCT = 10.0
 TOTAL_KEY = ("", "")
@@ -79,6 +81,7 @@ class LLMStatsEntry:
         "errors",
         "first_event_ms",
         "first_start_unix_ns",
+        "good",
         "itl_ms",
         "last_end_unix_ns",
         "ok",
@@ -126,9 +129,9 @@ class LLMStatsEntry:
         for name in HISTOGRAMS:
             yield name, getattr(self, name)
 
-    def add(self, r: RequestRecord) -> None:
+    def add(self, r: RequestRecord, good: bool = False) -> None:
         """Account one attempt. Cheap per request; only the ITL list costs per token."""
-        add_record((self,), r)
+        add_record((self,), r, good)
 
     def merge(self, other: LLMStatsEntry) -> None:
         for name in COUNTERS:
@@ -191,8 +194,9 @@ class LLMStats:
             e = self.entries[key] = LLMStatsEntry(scenario, endpoint)
         return e
 
-    def add(self, record: RequestRecord) -> None:
-        add_record((self.entry(record.scenario, record.endpoint), self.total), record)
+    def add(self, record: RequestRecord, good: bool = False) -> None:
+        """`good`: the attempt met the run's per-request SLO (loadlib.verdicts.goodput), judged by the caller."""
+        add_record((self.entry(record.scenario, record.endpoint), self.total), record, good)
 
     def serialize(self) -> dict[str, Any]:
         """The worker's report payload (msgpack-safe). Does not reset: the caller resets after shipping."""
@@ -215,7 +219,7 @@ class LLMStats:
         self.total.reset()
 
 
-def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord) -> None:
+def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord, good: bool = False) -> None:
     """Account one attempt in several entries (its key and the total), deriving each value once."""
     ok = r.status is ErrorClass.OK
     prompt = r.input_tokens
@@ -257,6 +261,7 @@ def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord) -> None:
         e.requests += 1
         if ok:
             e.ok += 1
+            e.good += good
         else:
             cls = r.status.value
             e.errors[cls] = e.errors.get(cls, 0) + 1

@@ -20,7 +20,7 @@ _SIDE_LATENCIES = (("first_event", "first_event_ms"), ("ttfb", "ttfb_ms"))
 
 
 def build_summary(
-    stats: LLMStats, duration_s: float, saturation: Verdict | None, meta: dict[str, Any]
+    stats: LLMStats, duration_s: float, saturation: Verdict | None, meta: dict[str, Any], request_slo: str = ""
 ) -> dict[str, Any]:
     """One row per (scenario, endpoint), sorted, plus the total row and the client-saturation verdict.
 
@@ -30,12 +30,17 @@ def build_summary(
     output_tokens_per_s (completion tokens of every attempt / duration_s), decode_tokens_per_s {p10, p50, p90},
     prompt/completion/cached_prompt token totals, cost_usd (None when nothing was priced), cost_per_1k_requests
     (priced cost per 1,000 attempts), unpriced_requests, token_estimate {prompt, completion}, open_loop (None for
-    closed-loop runs), first_start_unix_ns, last_end_unix_ns.
+    closed-loop runs), first_start_unix_ns, last_end_unix_ns, and with a per-request SLO (`request_slo`, its text)
+    good_requests and goodput (their share of all attempts), else None.
     """
     rows = [_row(stats.entries[key], duration_s) for key in sorted(stats.entries)]
     total = _row(stats.total, duration_s, name=TOTAL_NAME)
+    for row, e in zip([*rows, total], [*(stats.entries[k] for k in sorted(stats.entries)), stats.total], strict=True):
+        row["good_requests"] = e.good if request_slo else None
+        row["goodput"] = _r(e.good / e.requests, 6) if request_slo and e.requests else None
     return {
         "meta": dict(meta),
+        "request_slo": request_slo or None,
         "duration_s": duration_s,
         "rows": rows,
         "total": total,
@@ -183,6 +188,7 @@ def render_table(summary: dict[str, Any]) -> str:
             lag_text = f"schedule lag p50 {_num(lag.get('p50'))} p99 {_num(lag.get('p99'))} ms"
             e2e_text = "/".join(_num(e2e.get(q)) for q in ("p50", "p95", "p99"))
             out.append(f"open loop, {r.get('name', '-')}: {lag_text}; E2E from intended send p50/p95/p99 {e2e_text} ms")
+    out += _goodput_lines(summary)
     out.append(_client_line(summary.get("client")))
     return "\n".join(out)
 
@@ -207,6 +213,19 @@ def _cells(r: dict[str, Any]) -> list[str]:
         _num(r.get("output_tokens_per_s")),
         _cost(r.get("cost_usd")),
     ]
+
+
+def _goodput_lines(summary: dict[str, Any]) -> list[str]:
+    """One line per row with its good share, when the run has a per-request SLO."""
+    slo = summary.get("request_slo")
+    if not slo:
+        return []
+    out = [f"goodput (requests that succeeded with {slo}):"]
+    for r in summary.get("rows") or []:
+        share = r.get("goodput")
+        text = f"{share * 100:.1f} %" if share is not None else "-"
+        out.append(f"  {r.get('name', '-')}: {text} ({_int(r.get('good_requests'))} of {_int(r.get('count'))})")
+    return out
 
 
 def _client_line(client: dict[str, Any] | None) -> str:

@@ -5,8 +5,9 @@ failed shows as a failed test beside the unit tests, without anyone parsing the 
 
 One `<testsuite name="loadlib thresholds">` inside `<testsuites>`: a testcase per threshold (`<failure>` when it
 failed, `<skipped>` when it could not be judged, e.g. too few samples), one for the client-saturation verdict (a
-saturated client makes the latencies the load generator's), one per failover drill check, and an `<error>` testcase
-when the run's verdict is invalid, interrupted or a configuration error (nothing else would show that). The format
+saturated client makes the latencies the load generator's), one per failover drill check, and a `run verdict`
+testcase: an `<error>` when the verdict is invalid, interrupted or a configuration error, a `<failure>` when a lost
+threshold aborted the run (nothing else would show either). The format
 is the Jenkins xUnit plugin's junit-10 schema, the common denominator of the readers (tests/fixtures/junit.xsd).
 """
 
@@ -128,9 +129,15 @@ def drill_cases(summary: Mapping[str, Any]) -> list[Case]:
 
 
 def verdict_cases(summary: Mapping[str, Any]) -> list[Case]:
-    """An error case when the run's figures cannot be judged; pass and fail are already told by the cases above."""
+    """An error case when the run's figures cannot be judged, a failure when a lost threshold aborted the run (the
+    threshold's own case may have recovered with the last reports); pass and fail are told by the cases above."""
     verdict = summary.get("verdict") or {}
     status = verdict.get("status")
+    aborted = summary.get("aborted")
+    if status == "fail" and aborted:
+        message = f"aborted after {aborted.get('after_s', 0):.1f} s (--llm-abort-on-fail)"
+        detail = "\n".join(str(r) for r in aborted.get("reasons") or [])
+        return [Case("run verdict", "loadlib.run", "failure", message, detail, "aborted")]
     if status not in BAD_VERDICTS:
         return []
     reasons = [str(r) for r in verdict.get("reasons") or []] or [str(status)]

@@ -27,7 +27,7 @@ from loadlib.scenarios.base import ScenarioSpec, ScenarioUser, positive, prompt_
 from loadlib.scenarios.review import Review, canonical, compile_validator, structured_output
 
 NAME = "compliance"
-SLO = {"e2e_p95_ms": 20000.0, "schema_valid_share": 0.99, "deterministic_share": 0.99}
+SLO = ("e2e p95 < 20s", "schema_valid >= 99%", "deterministic >= 99%")
 SCHEMA_NAME = "findings"
 
 

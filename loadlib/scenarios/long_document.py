@@ -36,7 +36,7 @@ from loadlib.scenarios.documents import FITS, Chunked, chunk_bounds, chunk_docum
 
 log = logging.getLogger("loadlib.scenarios")
 NAME = "long_document"
-SLO = {"ttft_p95_ms": 10000.0, "e2e_p95_ms": 60000.0}
+SLO = ("ttft p95 < 10s", "e2e p95 < 60s")
 PROBE_START = 4000
 MAX_PROBE_ERRORS = 5  # other failures (timeouts, 5xx) tolerated before the probe gives up
 

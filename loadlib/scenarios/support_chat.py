@@ -28,7 +28,7 @@ from loadlib.scenarios.base import ScenarioSpec, ScenarioUser, message_tokens, p
 from loadlib.scenarios.conversation import Dialogue, sweep_sizes
 
 NAME = "support_chat"
-SLO = {"ttft_p95_ms": 150.0, "error_rate": 0.01}
+SLO = ("ttft p95 < 150ms", "error_rate < 1%")
 
 
 @dataclass(frozen=True)

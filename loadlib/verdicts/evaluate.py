@@ -241,7 +241,7 @@ def _show(t: Threshold, base: float) -> str:
     kind = METRICS[t.metric].kind
     unit = t.unit or ("ms" if kind == "latency" else "")
     shown = base / float(UNITS[kind][unit])
-    text = f"{shown:,.0f}" if abs(shown) >= 1e6 else f"{shown:,.6g}"
+    text = f"{shown:,.0f}" if abs(shown) >= 1e4 else f"{shown:,.4g}"
     return text + ("%" if unit == "%" else f" {unit}" if unit else "")
 
 
@@ -271,6 +271,7 @@ def _result(t: Threshold, m: _Measure, passed: bool | None, reason: str) -> dict
         "passed": passed,
         "samples": m.samples,
         "reason": reason,
+        "origin": t.origin,
     }
 
 

@@ -10,8 +10,8 @@ Grammar (k6's thresholds, with the tag filter written into the expression)::
     output_tokens_per_s > 500             cost_per_1k_tokens <= 0.0015
     schema_valid >= 99%
 
-- METRIC: a name of `METRICS` below. `goodput` (requests meeting every SLO per second) is planned: it needs counting
-  per request, which the summary does not hold, so it is refused with that reason rather than approximated.
+- METRIC: a name of `METRICS` below. `goodput` is the share of requests that met every bound of the per-request SLO
+  (--llm-request-slo, loadlib.verdicts.goodput); a goodput threshold without one is refused.
 - TAG=VALUE (k6's `TAG:VALUE` also works): `scenario` and `endpoint` select summary rows; `class` (an error class of
   docs/metrics.md) narrows `error_rate` and `errors`. Rows carry no model, so `model` is refused: filter on the
   endpoint, which has one model. Values are names: letters, digits and `_ . - : @ / +`.
@@ -114,6 +114,7 @@ METRICS: dict[str, Metric] = {
         _rows(
             "cost_per_1k_tokens", "cost", "cost_usd", ("prompt_tokens", "completion_tokens"), scale=1000.0, anchor=_COST
         ),
+        _rows("goodput", "share", "good_requests", ("count",), anchor="thresholds.md#goodput"),
         _compliance("schema_valid", "checked", "checked outputs"),
         _compliance("deterministic", "repeat_pairs", "repeat pairs"),
     )
@@ -130,7 +131,6 @@ UNITS: dict[str, dict[str, Decimal]] = {
 }
 _ALIASES = {"avg": "mean", "med": "p50"}
 _OP_FIXES = {"=": "==", "=<": "<=", "=>": ">=", "<<": "<", ">>": ">"}
-_PLANNED = {"goodput": "goodput is planned, not available yet: it needs counting per request, the summary has totals"}
 _CLASS_HINTS = {"ok": "ok is the success, not an error", "circuit_open": "circuit_open is no attempt: no row counts it"}
 _HEAD = re.compile(r"\s*([A-Za-z_]\w*)")
 _TAIL = re.compile(r"\s*(?P<agg>[A-Za-z][\w().]*)?\s*(?P<op>[<>=!]+)\s*(?P<value>.*?)\s*$")
@@ -145,7 +145,8 @@ GRAMMAR = "METRIC[{TAG=VALUE,...}] [AGG] OP NUMBER[UNIT], e.g. 'ttft p95 < 150ms
 class Threshold:
     """A parsed threshold. `limit` is in base units (ms for latencies, a fraction for rates and shares); `unit` is
     the unit as written ("" for a bare number) so reports can speak the user's unit; `aggregate` is None for
-    metrics that take none; `tags` are (name, value) pairs in the order scenario, endpoint, class."""
+    metrics that take none; `tags` are (name, value) pairs in the order scenario, endpoint, class; `origin` names a
+    scenario SLO default ("support_chat SLO", loadlib.verdicts.slo), "" for the user's own."""
 
     expression: str
     metric: str
@@ -154,6 +155,7 @@ class Threshold:
     op: str
     limit: float
     unit: str
+    origin: str = ""
 
 
 class _Refusal:
@@ -207,8 +209,6 @@ def parse_all(exprs: Sequence[str], where: str = "--llm-threshold") -> list[Thre
 def _metric(name: str, refuse: _Refusal) -> Metric:
     if name in METRICS:
         return METRICS[name]
-    if name in _PLANNED:
-        raise refuse(f"unknown metric {name!r}", hint=_PLANNED[name], valid=list(METRICS))
     raise refuse(f"unknown metric {name!r}", got=name, valid=list(METRICS))
 
 

@@ -11,7 +11,20 @@ import pytest
 from loadlib.verdicts.evaluate import evaluate, required_samples
 from loadlib.verdicts.thresholds import parse
 
-KEYS = {"expression", "metric", "aggregate", "tags", "op", "limit", "unit", "value", "passed", "samples", "reason"}
+KEYS = {
+    "expression",
+    "metric",
+    "aggregate",
+    "tags",
+    "op",
+    "limit",
+    "unit",
+    "value",
+    "passed",
+    "samples",
+    "reason",
+    "origin",
+}
 
 
 def latency(count: int, p50: float, p95: float, p99: float, mean: float | None = None) -> dict[str, Any]:

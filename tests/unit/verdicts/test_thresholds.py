@@ -59,7 +59,8 @@ REFUSED = [
     # expression, words the one-line message must hold
     ("ttfx p95 < 150ms", ["unknown metric 'ttfx'", "did you mean 'ttft'?", "valid: ttft, ttfo"]),
     ("schema_valid_share >= 0.99", ["unknown metric", "did you mean 'schema_valid'?"]),
-    ("goodput > 10", ["unknown metric 'goodput'", "planned"]),
+    ("goodput > 10", ["goodput is a share between 0 and 1", "write 5% or 0.05"]),
+    ("goodput p95 > 90%", ["goodput takes no aggregate, got 'p95'"]),
     ("ttft p90 < 150ms", ["unknown aggregate 'p90' for ttft", "valid: p50, p95, p99, max, mean"]),
     ("ttft p(99.9) < 1s", ["unknown aggregate 'p(99.9)'", "valid: p50, p95, p99"]),
     ("ttfb p99 < 20ms", ["unknown aggregate 'p99' for ttfb", "valid: p50, p95, mean"]),
