@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from loadlib.mock import MockConfig, start_subprocess
-from tests.integration.locust_runs import ROOT, env, headless, locust_cmd
+from tests.integration.locust_runs import ROOT, env, free_port, headless, locust_cmd
 
 pytestmark = pytest.mark.integration
 MOCK_BANNER = "targeting the embedded mock"
@@ -159,3 +159,29 @@ def test_a_bad_drill_option_is_one_line() -> None:
 def test_a_bad_threshold_is_one_line_before_any_load(threshold: str, words: str) -> None:
     line = refused("--llm-threshold", threshold)
     assert words in line, line
+
+
+def test_a_master_refuses_a_bad_threshold_before_any_worker_or_request(mock) -> None:
+    """In a distributed run the master checks before it waits for workers: exit 2, one line, nothing sent."""
+    before = requests_seen(mock)
+    line = refused(
+        *(
+            "--master",
+            "--expect-workers",
+            "2",
+            "--master-bind-host",
+            "127.0.0.1",
+            "--master-bind-port",
+            str(free_port()),
+        ),
+        *(
+            "--host",
+            mock.url + "/v1",
+            "--llm-api-key-env",
+            "none",
+            "--llm-threshold",
+            "error_rate{class=rate_limit} < 5%",
+        ),
+    )
+    assert "unknown error class 'rate_limit'" in line and "did you mean 'rate_limited'?" in line, line
+    assert requests_seen(mock) == before
