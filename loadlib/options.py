@@ -48,6 +48,7 @@ class Option:
     choices: tuple[str, ...] | None = None
     flag_only: bool = False  # a switch: present or absent (store_true)
     web_ui: bool = True
+    repeatable: bool = False  # each occurrence adds to the list (JoinAction), none is silently dropped
 
     @property
     def dest(self) -> str:
@@ -62,9 +63,21 @@ class Option:
         kw: dict[str, Any] = {"help": _argparse_text(self.help), "default": self.default, "env_var": self.env_var}
         if self.flag_only:
             kw["action"] = "store_true"
+        elif self.repeatable:
+            kw["action"] = JoinAction
         else:
             kw.update({k: v for k, v in (("type", self.type), ("choices", self.choices)) if v is not None})
         return kw
+
+
+class JoinAction(argparse.Action):
+    """A repeatable option whose value stays one ';'-separated string: `--llm-threshold A --llm-threshold B` is
+    'A; B'. argparse's default would keep only B, silently; a string (not a list) is what the web UI's form, the
+    environment variable and locust.conf give, and what the master sends its workers."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        before = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, f"{before}; {values}" if before and before != self.default else values)
 
 
 def _argparse_text(text: str) -> str:
@@ -202,8 +215,9 @@ OPTIONS: tuple[Option, ...] = (
         "--llm-drill",
         FAILOVER,
         "",
-        "Drills, ';'-separated: 'ENDPOINT:FAULT@AT+FOR' (e.g. 'primary:http_503@20s+20s'). Faults: refuse, "
-        "http_500, http_503, stall, rate_limit, latency, broken. Added to the pool file's drills.",
+        "Drills, ';'-separated or the flag repeated: 'ENDPOINT:FAULT@AT+FOR' (e.g. 'primary:http_503@20s+20s'). "
+        "Faults: refuse, http_500, http_503, stall, rate_limit, latency, broken. Added to the pool file's drills.",
+        repeatable=True,
     ),
     # outputs
     _o("--llm-summary", OUTPUT, "", "Write the end-of-run LLM summary as JSON to this file.", web_ui=False),
@@ -211,9 +225,11 @@ OPTIONS: tuple[Option, ...] = (
         "--llm-threshold",
         OUTPUT,
         "",
-        "Thresholds that decide the exit code, ';'-separated, e.g. 'ttft p95 < 150ms; error_rate < 1%; "
-        "error_rate{class=rate_limited} < 5%' (grammar and metrics: docs/thresholds.md). With any threshold (or a "
-        "drill) the verdict sets the exit code: 0 pass, 99 failed, 3 run invalid, 2 configuration error.",
+        "Thresholds that decide the exit code, ';'-separated or the flag repeated, e.g. 'ttft p95 < 150ms; "
+        "error_rate < 1%; error_rate{class=rate_limited} < 5%' (grammar and metrics: docs/thresholds.md). With any "
+        "threshold (or a drill or a scenario SLO) the verdict sets the exit code: 0 pass, 99 failed, 3 run invalid, "
+        "130 interrupted, 2 configuration error.",
+        repeatable=True,
     ),
     _o(
         "--llm-thresholds-file",

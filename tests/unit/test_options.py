@@ -1,0 +1,30 @@
+"""Repeatable options keep every occurrence: `--llm-threshold A --llm-threshold B` is 'A; B' (argparse's default
+would keep B alone and drop A without a word, k6's silently ignored threshold in another form)."""
+
+from __future__ import annotations
+
+import argparse
+
+from loadlib.options import OPTIONS, JoinAction
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser()
+    for o in OPTIONS:
+        if o.repeatable:
+            p.add_argument(o.flag, default=o.default, action=JoinAction)
+    return p
+
+
+def test_repeated_flags_join_in_order() -> None:
+    ns = parser().parse_args(["--llm-threshold", "ttft p95 < 1s", "--llm-threshold", "error_rate < 1%; requests > 5"])
+    assert ns.llm_threshold == "ttft p95 < 1s; error_rate < 1%; requests > 5"
+
+
+def test_one_occurrence_or_none_is_as_before() -> None:
+    assert parser().parse_args(["--llm-drill", "a:refuse@1s+1s"]).llm_drill == "a:refuse@1s+1s"
+    assert parser().parse_args([]).llm_threshold == ""
+
+
+def test_the_lists_that_are_repeatable() -> None:
+    assert {o.flag for o in OPTIONS if o.repeatable} == {"--llm-threshold", "--llm-drill"}
