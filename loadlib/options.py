@@ -254,6 +254,14 @@ OPTIONS: tuple[Option, ...] = (
         "their samples first.",
     ),
     _o(
+        "--llm-final-report-wait-s",
+        OUTPUT,
+        10.0,
+        "Distributed runs: at quit, how long the master waits for every live worker's final report (its last "
+        "statistics and InfluxDB sink counts; a worker's InfluxDB sink may take --influx-close-timeout to close).",
+        web_ui=False,
+    ),
+    _o(
         "--llm-request-slo",
         OUTPUT,
         "",

@@ -25,6 +25,7 @@ from loadlib.locust.parts import HealthPart, NodePart, RecordsPart, StatsPart
 from loadlib.locust.scenario_part import ScenarioPart
 from loadlib.locust.sink_part import SinkPart
 from loadlib.locust.verdict_part import VerdictPart
+from loadlib.locust.workers import WorkersPart
 from loadlib.logs import RateLimitedLog
 from loadlib.metrics import scenarios as found
 from loadlib.pacing import ArrivalSchedule, worker_rate
@@ -67,6 +68,7 @@ class RunContext:
         self.pool: Any = None  # the pool as checked at start-up (master or local runner)
         self.drills: Any = None  # the drill driver (master or local runner)
         self.abort: Any = None  # the abort-on-fail watch of the current test (master or local runner)
+        self.gate: Any = None  # the master's check of each worker's fingerprint (loadlib.locust.handshake)
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self.wired = False
@@ -79,7 +81,8 @@ class RunContext:
         self.verdicts = VerdictPart({s.name: s.slo for s in self.scenarios.specs})
         self.final_summary: dict[str, Any] | None = None
         self.parts += [make() for spec in self.scenarios.specs for make in spec.parts]
-        self.parts.append(self.verdicts)
+        self.workers = WorkersPart(self)  # after the sink: a worker's final report carries its closed sink's counts
+        self.parts += [self.workers, self.verdicts]
         self.events.worker_health.add_listener(self.sinks.on_health)
         self.events.endpoint_event.add_listener(self.sinks.on_endpoint_event)
 

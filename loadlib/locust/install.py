@@ -23,6 +23,7 @@ from loadlib import options
 from loadlib.config import NO_KEY, make_endpoint
 from loadlib.errors import LoadlibError
 from loadlib.failover.pool import PoolConfig, check_pool
+from loadlib.locust import handshake
 from loadlib.locust.abort import AbortWatch
 from loadlib.locust.checks import PLACEHOLDER_HOST, check_output_path, check_outputs, check_run
 from loadlib.locust.context import RunContext, context
@@ -80,12 +81,16 @@ def on_init(environment: Any, **_: Any) -> None:
         return
     wire(ctx)
     if ctx.is_worker:
+        handshake.say_hello(environment)
         tokens.get_encoding()  # load the tokenizer now: building it holds the GIL for a while
         environment.runner.register_message(DRILL_MESSAGE, lambda msg, **__: ctx.failover.drill(msg.data))
         return
+    if ctx.is_master:
+        ctx.gate = handshake.Gate(environment)  # first: a worker may say hello while the checks below run
     _prepare_master_or_local(ctx)
     if ctx.is_master:
         environment.runner.register_message(FATAL_MESSAGE, lambda msg, **__: stop_run(ctx, str(msg.data)))
+        ctx.workers.attach(environment)
     if environment.web_ui:
         from loadlib.locust.webui import install_tab
 
@@ -186,6 +191,8 @@ def _admin_urls(ctx: RunContext) -> dict[str, str]:
 
 def on_test_start(ctx: RunContext) -> None:
     wire(ctx)
+    if ctx.gate is not None:
+        ctx.gate.await_hellos()
     try:
         if ctx.is_worker:
             check_outputs(ctx.options, ctx.worker_id())
@@ -236,8 +243,6 @@ def on_quitting(ctx: RunContext) -> None:
     ctx.sinks.close()
     if ctx.is_worker or ctx.options is None:
         return
-    if not ctx.verdicts.thresholds and not (ctx.pool is not None and ctx.pool.drills):
-        return  # no verdict to settle: the summary is built once, at quit, with the latest worker reports
     if ctx.stopped_at is None and ctx.started_at is not None:
         ctx.verdicts.interrupted = True  # quitting while the test runs: a signal, not -t, an abort or a stop
     if ctx.stopped_at is None:

@@ -12,7 +12,8 @@ What counts where:
 - Counters and sums (requests, token totals, cost) take every attempt: a truncated or schema-invalid answer was still
   generated and billed. Token sums use the server's usage and fall back to our estimate per request. `priced` counts
   attempts with a cost; `unpriced` those with output tokens but no cost (the model is missing from the price table).
-- Token-estimate deviation takes every attempt that has both usage and an estimate: (estimate - usage) / usage.
+- Token-estimate deviation takes every attempt that has both usage and an estimate: (estimate - usage) / usage, and
+  the ratio usage / estimate (signed, so a server that over-counts shows as a ratio above 1).
 - `good` counts successful attempts that met the run's per-request SLO (goodput; 0 when the run has none).
 - `usage_rejected` counts attempts whose server usage held a count that was not sane (negative, fractional, absurdly
   large, not a number): those counts were replaced by our estimate.
@@ -42,6 +43,8 @@ HISTOGRAMS = (
     "completion_tokens",
     "prompt_dev_pct",
     "completion_dev_pct",
+    "prompt_usage_ratio",
+    "completion_usage_ratio",
     "schedule_lag_ms",
     "e2e_from_intended_ms",
     "ttft_from_intended_ms",
@@ -73,6 +76,7 @@ class LLMStatsEntry:
         "completion_dev_pct",
         "completion_tokens",
         "completion_tokens_total",
+        "completion_usage_ratio",
         "cost_usd",
         "decode_tps",
         "e2e_from_intended_ms",
@@ -90,6 +94,7 @@ class LLMStatsEntry:
         "prompt_dev_pct",
         "prompt_tokens",
         "prompt_tokens_total",
+        "prompt_usage_ratio",
         "requests",
         "scenario",
         "schedule_lag_ms",
@@ -254,8 +259,12 @@ def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord, good: bool 
         timings.append(("schedule_lag_ms", lag))
     if prompt_dev is not None:
         timings.append(("prompt_dev_pct", abs(prompt_dev)))
+        if prompt_dev > -100.0:  # an estimate of 0 has no ratio
+            timings.append(("prompt_usage_ratio", 100.0 / (100.0 + prompt_dev)))
     if completion_dev is not None:
         timings.append(("completion_dev_pct", abs(completion_dev)))
+        if completion_dev > -100.0:
+            timings.append(("completion_usage_ratio", 100.0 / (100.0 + completion_dev)))
 
     for e in entries:
         e.requests += 1

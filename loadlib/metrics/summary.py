@@ -79,8 +79,8 @@ def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> dict[s
         "unpriced_requests": e.unpriced,
         "usage_rejected": e.usage_rejected,
         "token_estimate": {
-            "prompt": _deviation(e.prompt_dev_pct, e.prompt_dev_over_10pct),
-            "completion": _deviation(e.completion_dev_pct, e.completion_dev_over_10pct),
+            "prompt": _deviation(e.prompt_dev_pct, e.prompt_dev_over_10pct, e.prompt_usage_ratio),
+            "completion": _deviation(e.completion_dev_pct, e.completion_dev_over_10pct, e.completion_usage_ratio),
         },
         "open_loop": _open_loop(e),
         "first_start_unix_ns": e.first_start_unix_ns,
@@ -97,8 +97,9 @@ def _dist(h: Histogram, ps: Sequence[int], with_max: bool = False) -> dict[str, 
     return d
 
 
-def _deviation(h: Histogram, over: int) -> dict[str, Any]:
-    """Our token estimate against the server's usage: |estimate - usage| / usage in %, per request."""
+def _deviation(h: Histogram, over: int, ratio: Histogram) -> dict[str, Any]:
+    """Our token estimate against the server's usage: |estimate - usage| / usage in %, per request, and the median
+    of usage / estimate (above 1: the server counts more than we do)."""
     p50, p95 = h.percentiles((50, 95))
     return {
         "count": h.count,
@@ -106,6 +107,7 @@ def _deviation(h: Histogram, over: int) -> dict[str, Any]:
         "abs_pct_p95": _r(p95),
         "abs_pct_max": _r(h.max) if h.count else None,
         "over_10pct": over,
+        "usage_ratio_p50": _r(ratio.percentile(50), 4),
     }
 
 
@@ -189,6 +191,7 @@ def render_table(summary: dict[str, Any]) -> str:
             e2e_text = "/".join(_num(e2e.get(q)) for q in ("p50", "p95", "p99"))
             out.append(f"open loop, {r.get('name', '-')}: {lag_text}; E2E from intended send p50/p95/p99 {e2e_text} ms")
     out += _goodput_lines(summary)
+    out += usage_lines(rows)
     out.append(_client_line(summary.get("client")))
     return "\n".join(out)
 
@@ -213,6 +216,30 @@ def _cells(r: dict[str, Any]) -> list[str]:
         _num(r.get("output_tokens_per_s")),
         _cost(r.get("cost_usd")),
     ]
+
+
+USAGE_WARN_SHARE = 0.2  # of requests whose server count and our estimate differ by more than 10 %
+USAGE_MIN_REQUESTS = 20
+_DEPENDS = {"completion": "TPOT, tokens/s and cost use the server's count", "prompt": "cost uses the server's count"}
+
+
+def usage_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """A warning per row and token kind where the server's usage and our tokenizer disagree by more than 10 % on at
+    least USAGE_WARN_SHARE of the requests, with the share, the median ratio and the metrics that depend on it."""
+    out = []
+    for r in rows:
+        for kind in ("prompt", "completion"):
+            d = (r.get("token_estimate") or {}).get(kind) or {}
+            n, over = int(d.get("count") or 0), int(d.get("over_10pct") or 0)
+            if n < USAGE_MIN_REQUESTS or over < USAGE_WARN_SHARE * n:
+                continue
+            ratio = d.get("usage_ratio_p50")
+            median = f"median server/estimate {ratio:.2f}" if ratio is not None else "no median"
+            out.append(
+                f"usage warning, {r.get('name', '-')}: the server's {kind} token counts differ from our tokenizer's by "
+                f"over 10 % on {over} of {n} requests ({over / n * 100:.0f} %, {median}); {_DEPENDS[kind]}"
+            )
+    return out
 
 
 def _goodput_lines(summary: dict[str, Any]) -> list[str]:

@@ -37,6 +37,7 @@ _HELP = {
     "truncate_to": "silently cut prompts longer than N tokens and bill only N (0 = never)",
     "json_valid_rate": "share of structured-output requests answered with schema-valid JSON, 0..1",
     "nondeterminism_rate": "share of requests whose output differs from the request's usual output, 0..1",
+    "usage_completion_scale": "the streamed usage reports the completion tokens sent times this (1.5: over-counts)",
 }
 
 EPILOG = """\
@@ -55,6 +56,7 @@ _METAVARS = {
     "retry_after_s": "S",
     "json_valid_rate": "P",
     "nondeterminism_rate": "P",
+    "usage_completion_scale": "X",
 }
 
 

@@ -46,7 +46,8 @@ class MockConfig:
     Request-dependent realism: TTFT grows by `ttft_per_1k_prompt_ms` per 1,000 (billed) prompt tokens; a prompt
     longer than `truncate_to` (> 0) is silently cut and billed at that many tokens; structured-output requests get
     schema-valid JSON at `json_valid_rate`; `nondeterminism_rate` is the share of requests whose output differs from
-    what the same request gets otherwise (the output is a function of the request content)."""
+    what the same request gets otherwise (the output is a function of the request content); a streamed usage
+    reports the completion tokens sent times `usage_completion_scale` (1.5: a server that over-counts by 50 %)."""
 
     ttft_ms: float = 50.0
     itl_ms: float = 10.0
@@ -65,6 +66,7 @@ class MockConfig:
     truncate_to: int = 0
     json_valid_rate: float = 1.0
     nondeterminism_rate: float = 0.0
+    usage_completion_scale: float = 1.0
 
     @property
     def effective_fault_rate(self) -> float:
@@ -136,6 +138,7 @@ CONVERTERS: dict[str, Callable[[str], Any]] = {
     "truncate_to": _number("truncate_to", int, 0),
     "json_valid_rate": _float("json_valid_rate", 1.0),
     "nondeterminism_rate": _float("nondeterminism_rate", 1.0),
+    "usage_completion_scale": _float("usage_completion_scale", 100.0),
 }
 KEYS = tuple(CONVERTERS)
 

@@ -187,7 +187,8 @@ class StreamJob(_TimedJob):
                 return data
         if now < self.end_deadline:
             return data
-        data += renderer.tail(plan.finish_reason, self.record.output_tokens_sent, plan.fault != "no_terminal")
+        reported = round(self.record.output_tokens_sent * plan.usage_scale)
+        data += renderer.tail(plan.finish_reason, reported, plan.fault != "no_terminal")
         conn.write(chunk(data) + LAST_CHUNK)
         self.record.finish_reason = plan.finish_reason
         self._finish(now, "complete")

@@ -31,6 +31,7 @@ class Plan:
     offsets_ms: tuple[float, ...]  # planned write time of each output event
     end_ms: float  # planned write time of the terminal event (or of a non-streamed body)
     fault_event: int  # number of output events written before a mid-stream fault fires; -1 without one
+    usage_scale: float = 1.0  # the streamed usage reports completion tokens x this (a server that miscounts)
 
     @property
     def events(self) -> int:
@@ -143,4 +144,5 @@ def make_plan(
         offsets_ms=tuple(offsets),
         end_ms=end,
         fault_event=fault_event,
+        usage_scale=cfg.usage_completion_scale,
     )

@@ -25,7 +25,12 @@ from loadlib.outputs.summary import write_text
 
 SUITE_NAME = "loadlib thresholds"
 CLIENT_CASE = "client not saturated"
-BAD_VERDICTS = ("invalid", "interrupted", "config_error")  # a run whose figures cannot be judged: an <error>
+BAD_VERDICTS = (
+    "invalid",
+    "incomplete",
+    "interrupted",
+    "config_error",
+)  # a run whose figures cannot be judged: an <error>
 # characters XML 1.0 cannot carry at all (a server's error text may hold them): replaced, or no reader parses the file
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 

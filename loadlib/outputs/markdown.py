@@ -27,6 +27,7 @@ STATUS_WORDS = {
     "pass": "PASS",
     "fail": "FAIL",
     "invalid": "INVALID",
+    "incomplete": "INCOMPLETE",
     "interrupted": "INTERRUPTED",
     "config_error": "CONFIG ERROR",
 }

@@ -70,6 +70,7 @@ EVENT_KINDS = (
     "hedge",
     "drill_start",
     "drill_stop",
+    "worker_lost",
 )
 BREAKER_TAGS = ("endpoint", "run_id", "worker")
 BREAKER_FIELDS: dict[str, str] = {"state": "int"}

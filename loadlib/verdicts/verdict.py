@@ -11,20 +11,24 @@ from typing import Any
 from loadlib.verdicts.thresholds import METRICS
 
 # 130 = 128 + SIGINT, what a shell reports for a command stopped with Ctrl-C (SIGTERM gives the same here)
-EXIT_CODES = {"pass": 0, "fail": 99, "invalid": 3, "config_error": 2, "interrupted": 130}
+EXIT_CODES = {"pass": 0, "fail": 99, "invalid": 3, "incomplete": 3, "config_error": 2, "interrupted": 130}
 
 
 def verdict(results: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any] | None:
-    """{"status", "exit_code", "reasons"}, or None when the run has neither thresholds nor drills.
+    """{"status", "exit_code", "reasons"}, or None when the run has neither thresholds nor drills and is complete.
 
-    An interrupted run (stopped by a signal before its end) is `interrupted` whatever its numbers say: it did not run
-    the load it was meant to. A saturated client or a threshold that could not be judged (too few samples, no
+    A run that lost a worker or ran under its intended load (loadlib.metrics.integrity) is `incomplete`, with or
+    without thresholds: its numbers describe another run than the one asked for. An interrupted run (stopped by a
+    signal before its end) is `interrupted` whatever its numbers say: it did not run the load it was meant to. A
+    saturated client or a threshold that could not be judged (too few samples, no
     matching requests) makes the run invalid: its numbers cannot support a verdict, so even a failed threshold is
     reported as invalid, not as failed. A run aborted on a lost threshold failed, even if the threshold recovered
     with the last reports; thresholds left with too few samples by the abort do not make it invalid (a saturated
     client still does)."""
     drills = (summary.get("failover") or {}).get("drills") or []
-    if not results and not drills:
+    integrity = summary.get("integrity") or {}
+    incomplete = [f"run incomplete: {r}" for r in integrity.get("reasons") or []]
+    if not results and not drills and not incomplete:
         return None
     aborted = summary.get("aborted")
     invalid = _invalid_reasons([] if aborted else results, summary)
@@ -33,7 +37,9 @@ def verdict(results: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str,
     if aborted:
         failed.insert(0, f"aborted after {aborted['after_s']:.1f} s: {aborted['reasons'][0]}")
     if summary.get("interrupted"):
-        status, reasons = "interrupted", [_interrupted(summary), *invalid, *failed]
+        status, reasons = "interrupted", [_interrupted(summary), *incomplete, *invalid, *failed]
+    elif incomplete:
+        status, reasons = "incomplete", [*incomplete, *invalid, *failed]
     else:
         status = "invalid" if invalid else "fail" if failed else "pass"
         reasons = invalid or failed

@@ -1,0 +1,127 @@
+"""The workers of a distributed run as a node part: the master's ledger of who carried the load (loadlib.metrics.
+integrity), a worker's flag on its final report, and a master that waits for those final reports at quit.
+
+Locust's master notices a dead worker only through missing heartbeats, logs one line, and ends the run as if nothing
+happened; and at quit it waits a fixed 0.5 s for the workers' final reports, so a worker whose InfluxDB sink is still
+closing reports its last counts to nobody. Here the master samples its workers once a second, records a loss (and
+says so as an `llm_event`), and at quit waits up to --llm-final-report-wait-s for every live worker's final report.
+"""
+
+from __future__ import annotations
+
+import gevent
+from locust.rpc import Message
+from locust.runners import STATE_MISSING, MasterRunner
+
+import logging
+import time
+from typing import Any
+
+from loadlib.locust.parts import Node, NodePart
+from loadlib.metrics.integrity import WorkerLedger, integrity_lines
+
+log = logging.getLogger("loadlib")
+SAMPLE_INTERVAL_S = 1.0
+
+
+class WorkersPart(NodePart):
+    """On a worker: `final` once every part has stopped (its next report is the final one). On the master: the
+    ledger, fed by Locust's events and a sampler while the test runs."""
+
+    key = "llm_workers"
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.final = False
+        self.requests = 0  # attempts recorded on this worker since its last report
+        self.ledger = WorkerLedger()
+        self._sampler: gevent.Greenlet | None = None
+
+    def attach(self, environment: Any) -> None:
+        """Master only, once: heartbeats from Locust's events, and a quit that waits for final reports."""
+        environment.events.heartbeat_sent.add_listener(self._on_heartbeat)
+        runner = environment.runner
+        runner.quit = lambda: _quit_awaiting_final_reports(runner, self)
+
+    def start(self, ctx: Node) -> None:
+        self.final = False
+        if ctx.is_master:
+            self.ledger = WorkerLedger()
+            self._sampler = gevent.spawn(self._sample_forever)
+
+    def stop(self, ctx: Node) -> None:
+        if ctx.is_master and self._sampler is not None:
+            self._sampler.kill(block=False)
+            self._sampler = None
+            self.sample()
+        self.final = ctx.is_worker
+
+    def add(self, record: Any) -> None:
+        self.requests += 1
+
+    def ship(self) -> Any:
+        data, self.requests = {"final": self.final, "requests": self.requests}, 0
+        return data
+
+    def merge(self, data: Any, worker: str) -> None:
+        data = data or {}
+        self.ledger.report(worker, bool(data.get("final")), int(data.get("requests") or 0))
+
+    def summarize(self, summary: dict[str, Any]) -> None:
+        if self.ctx.is_master:
+            summary["integrity"] = self.ledger.summary()
+
+    def lines(self, summary: dict[str, Any]) -> list[str]:
+        return integrity_lines(summary.get("integrity"))
+
+    def _now(self) -> float:
+        return time.time() - (self.ctx.started_at or time.time())
+
+    def _on_heartbeat(self, client_id: Any = None, timestamp: float | None = None, **_: Any) -> None:
+        started = self.ctx.started_at
+        if started is not None and timestamp is not None:
+            self.ledger.heartbeat(str(client_id), timestamp - started)
+
+    def _sample_forever(self) -> None:
+        while True:
+            self.sample()
+            gevent.sleep(SAMPLE_INTERVAL_S)
+
+    def sample(self) -> None:
+        """Record losses, then each live worker's users and the runner's target."""
+        runner = self.ctx.environment.runner
+        now = self._now()
+        clients = {str(c.id): c for c in runner.clients.all}
+        for name, entry in list(self.ledger.workers.items()):
+            client = clients.get(name)
+            if entry.lost_s is None and (client is None or client.state == STATE_MISSING):
+                self._lose(name, now, "quit" if client is None else "missing heartbeat")
+        users = {n: sum(c.user_classes_count.values()) for n, c in clients.items() if c.state != STATE_MISSING}
+        self.ledger.tick(now, int(runner.target_user_count or 0), users)
+
+    def _lose(self, name: str, now: float, how: str) -> None:
+        self.ledger.lose(name, now, how)
+        entry = self.ledger.workers[name]
+        message = f"worker {name} lost at {entry.lost_s:.1f} s ({how}) with {entry.users} users"
+        log.warning("loadlib: %s: the run is incomplete", message)
+        self.ctx.events.endpoint_event.fire(kind="worker_lost", endpoint="", message=message)
+
+
+def _quit_awaiting_final_reports(runner: MasterRunner, part: WorkersPart) -> None:
+    """Locust's MasterRunner.quit, with its fixed 0.5 s wait for final reports replaced by a wait for every live
+    worker's final report, at most --llm-final-report-wait-s."""
+    runner.stop(send_stop_to_client=False)
+    lost = {e.name for e in part.ledger.lost}
+    alive = [str(c.id) for c in runner.clients.all if c.state != STATE_MISSING and str(c.id) not in lost]
+    for client in runner.clients.all:
+        runner.server.send_to_client(Message("quit", None, client.id))
+    limit = float(getattr(part.ctx.options, "llm_final_report_wait_s", 10.0) or 0.0)
+    deadline = time.monotonic() + max(limit, 0.5)
+    gevent.sleep(0.1)
+    while time.monotonic() < deadline and part.ledger.awaiting_final(alive):
+        gevent.sleep(0.1)
+    part.ledger.ended = True
+    missing = part.ledger.awaiting_final(alive)
+    if missing:
+        log.warning("loadlib: no final report within %.0f s from %s", limit, ", ".join(missing))
+    runner.greenlet.kill(block=True)

@@ -1,0 +1,176 @@
+"""A worker SIGKILLed mid-run (real master + 2 workers, the embedded mock): the summary, its JSON, the console and
+InfluxDB record the loss with its time, the share of intended user-seconds that ran is within 5 % of the truth the
+test computes from the kill time, and the verdict is `incomplete` (exit 3). And a worker whose InfluxDB sink is slow
+to close still gets its final counts to the master; and server token counts that disagree with our tokenizer are
+said; and a worker that would measure something else is refused at join."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.integration.influx_server import InfluxServer
+from tests.integration.locust_runs import ROOT, env, free_port, headless, load, locust_cmd, run, run_distributed
+
+pytestmark = pytest.mark.integration
+DB = "integrity"
+KILL_AFTER_S = 6.0  # after the last worker connected
+RUN_S = 13
+WRITE_DELAY_S = 2.0
+
+
+def workers() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children() if "--worker" in p.cmdline()]
+
+
+def connected(p: psutil.Process) -> bool:
+    try:
+        return any(c.status == psutil.CONN_ESTABLISHED for c in p.net_connections("tcp"))
+    except psutil.Error:
+        return False
+
+
+def kill_one_worker(killed: dict[str, float]) -> None:
+    """Wait for both workers to connect, then SIGKILL one of them KILL_AFTER_S later; record the wall time."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and sum(map(connected, workers())) < 2:
+        time.sleep(0.1)
+    time.sleep(KILL_AFTER_S)
+    victim = workers()[0]
+    os.kill(victim.pid, signal.SIGKILL)
+    killed["at"] = time.time()
+
+
+def test_a_killed_worker_makes_the_run_incomplete_and_is_recorded_everywhere(
+    tmp_path: Path, influx: InfluxServer
+) -> None:
+    summary_path = tmp_path / "s.json"
+    killed: dict[str, float] = {}
+    rc, err, _ = run_distributed(
+        *("-u", "20", "-r", "20", "-t", f"{RUN_S}s", "--llm-mock", "ttft_ms=20,itl_ms=5,output_tokens=24"),
+        *("--llm-summary", str(summary_path), "--run-id", "integrity-run"),
+        *("--influx-url", influx.url, "--influx-api", "v1", "--influx-db", DB),
+        timeout=120,
+        during=lambda: kill_one_worker(killed),
+    )
+    assert summary_path.exists() and "at" in killed, err[-3000:]
+    s = load(summary_path)
+    meta, block = s["meta"], s["integrity"]
+    start, stop, kill = meta["started_at"], meta["stopped_at"], killed["at"] - meta["started_at"]
+    truth = (10 * (stop - start) + 10 * kill) / (20 * (stop - start))
+    assert abs(block["share"] - truth) <= 0.05 * truth, (block["share"], truth)
+    (lost,) = [w for w in block["workers"] if w["lost_s"] is not None]
+    assert lost["lost_how"] == "missing heartbeat" and abs(lost["lost_s"] - kill) <= 1.5, (lost, kill)
+    assert rc == 3 and s["verdict"]["status"] == "incomplete", (rc, s.get("verdict"))
+    assert s["verdict"]["reasons"][0].startswith(f"run incomplete: worker {lost['name']} lost at")
+    assert f"worker {lost['name']} lost at" in err, "the master's console says so when it happens"
+    events = influx.query('SELECT "message" FROM "llm_event" WHERE "kind" = \'worker_lost\'', DB)
+    (series,) = events["results"][0]["series"]
+    assert len(series["values"]) == 1 and lost["name"] in series["values"][0][1]
+
+
+class SlowInflux(BaseHTTPRequestHandler):
+    """An InfluxDB v1 stand-in that takes WRITE_DELAY_S to accept each /write and counts the points it got."""
+
+    points = 0
+    lock = threading.Lock()
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.startswith("/write"):
+            time.sleep(WRITE_DELAY_S)
+            with SlowInflux.lock:
+                SlowInflux.points += sum(1 for line in body.splitlines() if line.strip())
+        self.send_response(204)
+        self.end_headers()
+
+    do_GET = do_POST
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_sink_slow_to_close_still_has_its_final_counts_in_the_masters_totals(tmp_path: Path) -> None:
+    """Each worker's last flush takes WRITE_DELAY_S, longer than Locust's 0.5 s wait for final reports: the master
+    waits for them, so its totals hold every point the stand-in received and no worker's report is missing."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowInflux)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    summary_path = tmp_path / "s.json"
+    try:
+        rc, err, _ = run_distributed(
+            *("-u", "4", "-r", "4", "-t", "4s", "--llm-mock", "ttft_ms=20,itl_ms=5,output_tokens=24"),
+            *("--llm-summary", str(summary_path)),
+            *("--influx-url", f"http://127.0.0.1:{server.server_port}", "--influx-api", "v1", "--influx-db", DB),
+            timeout=120,
+        )
+    finally:
+        server.shutdown()
+    s = load(summary_path)
+    sink, block = s["sink"], s["integrity"]
+    assert rc in (0, 1) and block["complete"] and block["final_reports_awaited"], (rc, block, err[-2000:])
+    assert all(w["final_report"] for w in block["workers"]) and len(block["workers"]) == 2
+    assert sink["buffered"] == 0 and sink["dropped"] == 0, sink
+    assert sink["written"] == SlowInflux.points > 0, (sink, SlowInflux.points)
+
+
+@pytest.mark.parametrize(("scale", "warned"), [(1.5, True), (1.0, False)], ids=["over-reports", "faithful"])
+def test_usage_that_disagrees_with_the_tokenizer_is_warned_about(scale: float, warned: bool) -> None:
+    """The mock reports 1.5 x the completion tokens it sent (ground truth: 42 sent): the console says so with the
+    share and the ratio; a faithful mock gets no warning."""
+    mock = f"ttft_ms=20,itl_ms=5,output_tokens=42,usage_completion_scale={scale}"
+    p = run(locust_cmd(*headless(8, 4), "--llm-mock", mock, "--llm-estimate-every", "1"), timeout=90)
+    assert p.returncode == 0, p.stderr[-2000:]
+    lines = [line for line in p.stdout.splitlines() if line.startswith("usage warning")]
+    if not warned:
+        assert lines == []
+        return
+    (line,) = lines
+    assert "completion token counts differ" in line and "median server/estimate 1.50" in line and "(100 %" in line
+
+
+def test_a_worker_that_would_measure_something_else_is_refused_and_the_run_waits(tmp_path: Path) -> None:
+    """A worker started with another model, and one with an edited copy of the locustfile, are refused with one line
+    each (exit 2); the master waits for a worker that matches, then runs with that one only."""
+    port = free_port()
+    summary = tmp_path / "s.json"
+    master = subprocess.Popen(
+        locust_cmd(
+            *headless(2, 3),
+            *("--master", "--expect-workers", "1", "--expect-workers-max-wait", "90"),
+            *("--master-bind-host", "127.0.0.1", "--master-bind-port", str(port), "--llm-summary", str(summary)),
+        ),
+        cwd=ROOT,
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    edited = tmp_path / "chat.py"
+    edited.write_text((ROOT / "locustfiles" / "chat.py").read_text() + "\n# edited\n")
+    try:
+        for extra, locustfile, words in (
+            (("--llm-model", "gpt-4o"), "locustfiles/chat.py", "--llm-model 'gpt-4o', the master with 'mock-llm'"),
+            ((), str(edited), "its locustfile differs from the master's"),
+        ):
+            refused = run(locust_cmd(*worker_args(port), *extra, locustfile=locustfile), timeout=60)
+            errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+            assert refused.returncode == 2 and len(errors) == 1 and words in errors[0], refused.stderr[-2000:]
+        assert master.poll() is None, "the master still waits for a matching worker"
+        good = run(locust_cmd(*worker_args(port)), timeout=90)
+        _, err = master.communicate(timeout=60)
+    finally:
+        master.kill()
+    assert master.returncode == 0 and good.returncode == 0, err[-3000:]
+    assert [w["reports"] > 0 for w in load(summary)["integrity"]["workers"]] == [True]
+
+
+def worker_args(port: int) -> tuple[str, ...]:
+    return ("--worker", "--master-host", "127.0.0.1", "--master-port", str(port))
