@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gevent
 from locust.rpc import Message
-from locust.runners import STATE_MISSING, MasterRunner
+from locust.runners import STATE_MISSING, STATE_RUNNING, STATE_SPAWNING, MasterRunner
 
 import logging
 import time
@@ -88,9 +88,13 @@ class WorkersPart(NodePart):
             gevent.sleep(SAMPLE_INTERVAL_S)
 
     def sample(self) -> None:
-        """Record losses, then each live worker's users and the runner's target."""
+        """Record losses, then each live worker's users and the runner's target; while the test is not running
+        (stopping: workers leave as they should) nothing is integrated."""
         runner = self.ctx.environment.runner
         now = self._now()
+        if runner.state not in (STATE_RUNNING, STATE_SPAWNING):
+            self.ledger.pause(now)
+            return
         clients = {str(c.id): c for c in runner.clients.all}
         for name, entry in list(self.ledger.workers.items()):
             client = clients.get(name)

@@ -2,7 +2,8 @@
 (docs/metrics.md, "Run integrity"). Pure: the master feeds it (loadlib.locust.workers) with timestamps.
 
 User-seconds are integrated from one sample a second of each worker's users (Locust's own count per worker).
-- A worker's users count as running until its last heartbeat: a worker killed at 12 s is only found missing some
+- A worker's users count as running until half a heartbeat interval after its last heartbeat (it died within that
+  interval: the estimate is off by at most half a second of its users); Locust finds it missing only three
   heartbeats later, and the seconds sampled in between are taken back when it is declared lost.
 - Intended user-seconds: at each sample, the users assigned to every worker, a lost worker's users still included
   (they were meant to run), capped by the runner's target user count (so users Locust moved onto the remaining
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MIN_SHARE = 0.95
+HEARTBEAT_S = 1.0  # Locust's HEARTBEAT_INTERVAL
 
 
 @dataclass(slots=True)
@@ -95,12 +97,17 @@ class WorkerLedger:
             assigned += n
         self.intended_user_s += min(target, assigned) * dt
 
+    def pause(self, t: float) -> None:
+        """A sample while the test is not running: the time since the last sample counts for nobody."""
+        self._last_tick = t
+
     def lose(self, name: str, t: float, how: str) -> None:
         """The worker stopped carrying its users (a missing heartbeat, or it quit) before the test stopped."""
         e = self.workers.get(name)
         if e is None or e.lost_s is not None:
             return
-        e.lost_s = e.last_heartbeat_s if e.last_heartbeat_s is not None else t
+        last = e.last_heartbeat_s
+        e.lost_s = min(last + HEARTBEAT_S / 2, t) if last is not None else t  # it died within the next interval
         e.lost_how = how
         sampled_until = self._last_tick if self._last_tick is not None else e.lost_s
         e.user_s -= e.users * max(sampled_until - e.lost_s, 0.0)  # sampled after its last sign of life

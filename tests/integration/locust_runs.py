@@ -67,16 +67,18 @@ def run_distributed(
     during: Callable[[], None] | None = None,
     locustfile: str = "locustfiles/chat.py",
     worker_prefix: Sequence[Sequence[str]] | None = None,
+    mode: Sequence[str] = ("--headless",),
 ) -> tuple[int, str, float]:
     """A real headless master plus `workers` real worker processes on loopback; `during()` runs in a thread while the
-    test runs; `worker_prefix[i]` (e.g. `taskset -c 0 nice -n 19`) goes before worker i's command. Returns (master
-    exit code, master stderr, wall seconds); every process is reaped or killed."""
+    test runs; `worker_prefix[i]` (e.g. `taskset -c 0 nice -n 19`) goes before worker i's command; `mode` replaces
+    `--headless` (e.g. `--autostart --autoquit 1 --web-port N`: a web UI run that starts and quits by itself).
+    Returns (master exit code, master stderr, wall seconds); every process is reaped or killed."""
     port = free_port()
     start = time.monotonic()
     master = subprocess.Popen(
         locust_cmd(
             "--master",
-            "--headless",
+            *mode,
             "--expect-workers",
             str(workers),
             "--expect-workers-max-wait",

@@ -1,18 +1,22 @@
-"""A worker SIGKILLed mid-run (real master + 2 workers, the embedded mock): the summary, its JSON, the console and
-InfluxDB record the loss with its time, the share of intended user-seconds that ran is within 5 % of the truth the
-test computes from the kill time, and the verdict is `incomplete` (exit 3). And a worker whose InfluxDB sink is slow
-to close still gets its final counts to the master; and server token counts that disagree with our tokenizer are
-said; and a worker that would measure something else is refused at join."""
+"""A worker SIGKILLed mid-run (real master with its web UI + 2 workers, the embedded mock): the summary, its JSON,
+the console, the web UI's run notes and InfluxDB record the loss with its time, the share of intended user-seconds
+that ran is within 5 % of the truth the test computes from the kill time, and the verdict is `incomplete` (exit 3).
+And a worker whose InfluxDB sink is slow to close still gets its final counts to the master; server token counts
+that disagree with our tokenizer are said; and a worker that would measure something else is refused at join."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import threading
 import time
+import urllib.request
+from contextlib import suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -23,7 +27,7 @@ from tests.integration.locust_runs import ROOT, env, free_port, headless, load, 
 pytestmark = pytest.mark.integration
 DB = "integrity"
 KILL_AFTER_S = 6.0  # after the last worker connected
-RUN_S = 13
+RUN_S = 16
 WRITE_DELAY_S = 2.0
 
 
@@ -38,8 +42,9 @@ def connected(p: psutil.Process) -> bool:
         return False
 
 
-def kill_one_worker(killed: dict[str, float]) -> None:
-    """Wait for both workers to connect, then SIGKILL one of them KILL_AFTER_S later; record the wall time."""
+def kill_one_worker(killed: dict[str, Any], web: int) -> None:
+    """Wait for both workers to connect, SIGKILL one of them KILL_AFTER_S later (recording the wall time), then read
+    the web UI's run notes until they tell the loss."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and sum(map(connected, workers())) < 2:
         time.sleep(0.1)
@@ -47,31 +52,41 @@ def kill_one_worker(killed: dict[str, float]) -> None:
     victim = workers()[0]
     os.kill(victim.pid, signal.SIGKILL)
     killed["at"] = time.time()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not killed.get("notes"):
+        time.sleep(0.5)
+        with suppress(OSError, ValueError):
+            with urllib.request.urlopen(f"http://127.0.0.1:{web}/stats/requests", timeout=5) as r:
+                tabs = {t["key"]: t["data"] for t in json.load(r).get("extended_stats") or []}
+            killed["notes"] = [n["note"] for n in tabs.get("llm_notes") or [] if "lost at" in n["note"]]
 
 
 def test_a_killed_worker_makes_the_run_incomplete_and_is_recorded_everywhere(
     tmp_path: Path, influx: InfluxServer
 ) -> None:
     summary_path = tmp_path / "s.json"
-    killed: dict[str, float] = {}
+    killed: dict[str, Any] = {}
+    web = free_port()
     rc, err, _ = run_distributed(
         *("-u", "20", "-r", "20", "-t", f"{RUN_S}s", "--llm-mock", "ttft_ms=20,itl_ms=5,output_tokens=24"),
         *("--llm-summary", str(summary_path), "--run-id", "integrity-run"),
         *("--influx-url", influx.url, "--influx-api", "v1", "--influx-db", DB),
         timeout=120,
-        during=lambda: kill_one_worker(killed),
+        during=lambda: kill_one_worker(killed, web),
+        mode=("--autostart", "--autoquit", "1", "--web-host", "127.0.0.1", "--web-port", str(web)),
     )
     assert summary_path.exists() and "at" in killed, err[-3000:]
     s = load(summary_path)
     meta, block = s["meta"], s["integrity"]
-    start, stop, kill = meta["started_at"], meta["stopped_at"], killed["at"] - meta["started_at"]
-    truth = (10 * (stop - start) + 10 * kill) / (20 * (stop - start))
+    kill = killed["at"] - meta["started_at"]
+    truth = (10 * RUN_S + 10 * kill) / (20 * RUN_S)  # both workers' users started at once and ran until -t
     assert abs(block["share"] - truth) <= 0.05 * truth, (block["share"], truth)
     (lost,) = [w for w in block["workers"] if w["lost_s"] is not None]
     assert lost["lost_how"] == "missing heartbeat" and abs(lost["lost_s"] - kill) <= 1.5, (lost, kill)
     assert rc == 3 and s["verdict"]["status"] == "incomplete", (rc, s.get("verdict"))
     assert s["verdict"]["reasons"][0].startswith(f"run incomplete: worker {lost['name']} lost at")
     assert f"worker {lost['name']} lost at" in err, "the master's console says so when it happens"
+    assert any(lost["name"] in note for note in killed.get("notes") or []), "the web UI's run notes say so, live"
     events = influx.query('SELECT "message" FROM "llm_event" WHERE "kind" = \'worker_lost\'', DB)
     (series,) = events["results"][0]["series"]
     assert len(series["values"]) == 1 and lost["name"] in series["values"][0][1]

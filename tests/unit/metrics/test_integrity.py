@@ -39,20 +39,20 @@ def test_a_complete_run_ran_all_of_its_intended_load() -> None:
     assert integrity_lines(s) == ["run integrity OK: 2 workers, 100.0 % of the intended user-seconds ran"]
 
 
-def test_a_lost_worker_counts_until_its_last_heartbeat() -> None:
+def test_a_lost_worker_counts_until_half_a_second_after_its_last_heartbeat() -> None:
     s = run(kill_at=12).summary()
     (b,) = [w for w in s["workers"] if w["name"] == "b"]
-    assert b["lost_s"] == 11.0 and b["lost_how"] == "missing heartbeat" and b["user_s"] == 110
-    assert s["ran_user_s"] == 300 + 110 and s["share"] == pytest.approx(410 / 600, abs=1e-4)
+    assert b["lost_s"] == 11.5 and b["lost_how"] == "missing heartbeat" and b["user_s"] == 115  # truth: 120
+    assert s["ran_user_s"] == 300 + 115 and s["share"] == pytest.approx(415 / 600, abs=1e-4)
     assert not s["complete"] and s["rebalanced"] is False
-    assert s["reasons"][0] == "worker b lost at 11.0 s (missing heartbeat): its 10 users stopped"
-    assert "68.3 % of the intended user-seconds ran (under 95 %)" in s["reasons"][1]
+    assert s["reasons"][0] == "worker b lost at 11.5 s (missing heartbeat): its 10 users stopped"
+    assert "69.2 % of the intended user-seconds ran (under 95 %)" in s["reasons"][1]
 
 
 def test_users_moved_onto_the_other_worker_are_not_intended_twice() -> None:
     s = run(kill_at=12, rebalance=True).summary()
     assert s["rebalanced"] is True and s["intended_user_s"] == 600  # a tick counts the second that ends at it
-    assert s["ran_user_s"] == 110 + 14 * 10 + 16 * 20 and "moved them onto the other workers" in s["reasons"][0]
+    assert s["ran_user_s"] == 115 + 14 * 10 + 16 * 20 and "moved them onto the other workers" in s["reasons"][0]
 
 
 def test_a_missing_final_report_makes_the_run_incomplete_once_awaited() -> None:
@@ -79,7 +79,7 @@ def test_an_incomplete_run_is_its_own_verdict_even_without_thresholds() -> None:
     s = {"integrity": run(kill_at=12).summary()}
     out = verdict([], s)
     assert out is not None and out["status"] == "incomplete" and out["exit_code"] == 3
-    assert out["reasons"][0].startswith("run incomplete: worker b lost at 11.0 s")
+    assert out["reasons"][0].startswith("run incomplete: worker b lost at 11.5 s")
     assert verdict([], {"integrity": run(None).summary()}) is None, "a complete run keeps Locust's rule"
 
 
@@ -104,3 +104,12 @@ def test_the_usage_ratio_is_signed_and_merged_like_every_histogram() -> None:
         stats.add(make_record(completion_tokens=63, completion_tokens_est=42, status=ErrorClass.OK))
     row = build_summary(stats, 1.0, None, {})["total"]["token_estimate"]["completion"]
     assert row["over_10pct"] == 30 and row["usage_ratio_p50"] == pytest.approx(1.5, rel=1e-3)
+
+
+def test_time_while_the_test_is_not_running_counts_for_nobody() -> None:
+    ledger = WorkerLedger()
+    for t in range(6):
+        ledger.tick(float(t), 10, {"a": 10})
+    ledger.pause(9.0)  # stopping: the worker leaves as it should
+    ledger.tick(10.0, 10, {"a": 10})
+    assert ledger.summary()["intended_user_s"] == ledger.summary()["ran_user_s"] == 60
