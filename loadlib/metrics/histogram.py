@@ -136,6 +136,10 @@ class Histogram:
                 out[j] = min(max(_bucket_value(keys[k - 1]), self.min), self.max)
         return out
 
+    def occupied(self) -> list[tuple[float, int]]:
+        """(bucket midpoint, count) of every occupied bucket, in ascending order: the distribution's shape."""
+        return [(_bucket_value(i), n) for i, n in sorted(self._buckets.items()) if n]
+
     def to_dict(self) -> dict[str, Any]:
         """msgpack/JSON-safe state: str keys; occupied bucket indexes as sorted deltas next to their counts."""
         b = self._buckets

@@ -11,12 +11,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from loadlib.metrics.histogram import Histogram
+from loadlib.metrics.modes import latency_modes, modes_line
 from loadlib.metrics.saturation import Verdict
 from loadlib.metrics.stats import LLMStats, LLMStatsEntry
 
 TOTAL_NAME = "Aggregated"
 _MAIN_LATENCIES = (("ttft", "ttft_ms"), ("ttfo", "ttfo_ms"), ("e2e", "e2e_ms"), ("tpot", "tpot_ms"), ("itl", "itl_ms"))
 _SIDE_LATENCIES = (("first_event", "first_event_ms"), ("ttfb", "ttfb_ms"))
+_MODAL = (("ttft", "ttft_ms"), ("e2e", "e2e_ms"))  # checked for separate modes (loadlib.metrics.modes)
 
 
 def build_summary(
@@ -30,7 +32,8 @@ def build_summary(
     output_tokens_per_s (completion tokens of every attempt / duration_s), decode_tokens_per_s {p10, p50, p90},
     prompt/completion/cached_prompt token totals, cost_usd (None when nothing was priced), cost_per_1k_requests
     (priced cost per 1,000 attempts), unpriced_requests, token_estimate {prompt, completion}, open_loop (None for
-    closed-loop runs), first_start_unix_ns, last_end_unix_ns, and with a per-request SLO (`request_slo`, its text)
+    closed-loop runs), modes {ttft, e2e: the modes of a multimodal distribution}, first_start_unix_ns,
+    last_end_unix_ns, and with a per-request SLO (`request_slo`, its text)
     good_requests and goodput (their share of all attempts), else None.
     """
     rows = [_row(stats.entries[key], duration_s) for key in sorted(stats.entries)]
@@ -83,6 +86,7 @@ def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> dict[s
             "completion": _deviation(e.completion_dev_pct, e.completion_dev_over_10pct, e.completion_usage_ratio),
         },
         "open_loop": _open_loop(e),
+        "modes": {key: found for key, attr in _MODAL if (found := latency_modes(getattr(e, attr)))},
         "first_start_unix_ns": e.first_start_unix_ns,
         "last_end_unix_ns": e.last_end_unix_ns,
     }
@@ -192,6 +196,7 @@ def render_table(summary: dict[str, Any]) -> str:
             out.append(f"open loop, {r.get('name', '-')}: {lag_text}; E2E from intended send p50/p95/p99 {e2e_text} ms")
     out += _goodput_lines(summary)
     out += usage_lines(rows)
+    out += [modes_line(str(r.get("name", "-")), k, m) for r in rows for k, m in (r.get("modes") or {}).items()]
     out.append(_client_line(summary.get("client")))
     return "\n".join(out)
 
