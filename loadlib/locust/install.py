@@ -237,9 +237,9 @@ def on_test_stop(ctx: RunContext) -> None:
 
 
 def on_quitting(ctx: RunContext) -> None:
-    """Before Locust settles its exit code: the final summary, and with thresholds or drills its verdict sets the
-    exit code (Locust's any-failure rule would fail every drill and every run that expects some errors), unless
-    loadlib already set one (a start-up or fatal stop)."""
+    """Before Locust settles its exit code: the final summary, and when it has a verdict (thresholds, drills, or an
+    incomplete distributed run) the verdict sets the exit code (Locust's any-failure rule would fail every drill and
+    every run that expects some errors), unless loadlib already set one (a start-up or fatal stop)."""
     ctx.sinks.close()
     if ctx.is_worker or ctx.options is None:
         return

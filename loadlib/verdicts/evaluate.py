@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loadlib.verdicts.thresholds import METRICS, ROW_TAGS, UNITS, Metric, Threshold
+from loadlib.verdicts.thresholds import METRICS, ROW_TAGS, UNITS, Metric, Threshold, braces
 
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
@@ -93,7 +93,7 @@ def _no_match(filters: list[tuple[str, str]], rows: list[dict[str, Any]]) -> str
         if v not in have:
             hints.append(f"{k}s in this run: {', '.join(have) or 'none'}")
     tail = "; ".join(hints) if hints else "no row has all of them"
-    return f"no requests match {_braces(filters)}; {tail}"
+    return f"no requests match {braces(filters)}; {tail}"
 
 
 # reading values
@@ -246,12 +246,8 @@ def _show(t: Threshold, base: float) -> str:
 
 
 def _label(t: Threshold) -> str:
-    tags = _braces(list(t.tags)) if t.tags else ""
+    tags = braces(list(t.tags)) if t.tags else ""
     return f"{t.metric}{tags}" + (f" {t.aggregate}" if t.aggregate else "")
-
-
-def _braces(pairs: list[tuple[str, str]]) -> str:
-    return "{" + ",".join(f"{k}={v}" for k, v in pairs) + "}"
 
 
 def _row_name(row: dict[str, Any]) -> str:

@@ -14,9 +14,10 @@ from decimal import Decimal
 
 from loadlib.errors import ConfigError, ErrorClass
 from loadlib.records.record import RequestRecord
+from loadlib.verdicts.thresholds import UNITS
 
 BOUNDED = ("ttft", "ttfo", "ttfb", "tpot", "e2e")
-_UNITS = {"": Decimal(1), "ms": Decimal(1), "s": Decimal(1000)}
+_UNITS = UNITS["latency"]  # the threshold grammar's latency units: bare = ms
 _BOUND = re.compile(r"\s*(?P<metric>[A-Za-z_]\w*)\s*(?P<op><=|<)\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>\w*)\s*")
 _FLAG = "--llm-request-slo"
 _EXAMPLE = "e.g. 'ttft <= 500ms, tpot <= 50ms'"

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from loadlib.verdicts.thresholds import METRICS, TAG_ORDER, Threshold, parse
+from loadlib.verdicts.thresholds import METRICS, TAG_ORDER, Threshold, braces, parse
 
 SWITCH = ("on", "off")
 
@@ -28,11 +28,10 @@ def _tagged(t: Threshold, scenario: str) -> Threshold:
     if "scenario" not in METRICS[t.metric].tags:
         return dataclasses.replace(t, origin=origin)
     tags = tuple(sorted({**dict(t.tags), "scenario": scenario}.items(), key=lambda kv: TAG_ORDER.index(kv[0])))
-    braces = "{" + ",".join(f"{k}={v}" for k, v in tags) + "}"
     tail = t.expression[len(t.metric) :].lstrip()
     if tail.startswith("{"):
         tail = tail[tail.index("}") + 1 :].lstrip()
-    return dataclasses.replace(t, tags=tags, expression=f"{t.metric}{braces} {tail}", origin=origin)
+    return dataclasses.replace(t, tags=tags, expression=f"{t.metric}{braces(tags)} {tail}", origin=origin)
 
 
 def combine(user: Sequence[Threshold], defaults: Iterable[Threshold]) -> list[Threshold]:

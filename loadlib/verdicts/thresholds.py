@@ -201,6 +201,11 @@ def parse(expr: str, where: str = "--llm-threshold") -> Threshold:
     )
 
 
+def braces(pairs: Sequence[tuple[str, str]]) -> str:
+    """A tag filter as written in an expression: `{scenario=chat,endpoint=primary}`."""
+    return "{" + ",".join(f"{k}={v}" for k, v in pairs) + "}"
+
+
 def parse_all(exprs: Sequence[str], where: str = "--llm-threshold") -> list[Threshold]:
     """Every expression, in order; the first bad one raises (its message names it)."""
     return [parse(e, where) for e in exprs]
