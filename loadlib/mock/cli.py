@@ -12,7 +12,17 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from loadlib.mock.config import CONVERTERS, FAULTS, KEYS, USAGE_MODES, MockConfig, MockConfigError, flag_name
+from loadlib.mock.config import (
+    CONVERTERS,
+    FAULTS,
+    KEYS,
+    QUOTE_CANARY_MODES,
+    USAGE_MODES,
+    USAGE_PROMPT_MODES,
+    MockConfig,
+    MockConfigError,
+    flag_name,
+)
 from loadlib.mock.eventloop import new_event_loop
 from loadlib.mock.server import MockServer
 
@@ -38,6 +48,12 @@ _HELP = {
     "json_valid_rate": "share of structured-output requests answered with schema-valid JSON, 0..1",
     "nondeterminism_rate": "share of requests whose output differs from the request's usual output, 0..1",
     "usage_completion_scale": "the streamed usage reports the completion tokens sent times this (1.5: over-counts)",
+    "terminal_delay_ms": "a stream's terminal events (finish, usage, [DONE] / message_stop) go out this long after "
+    "its last output event, ms; a whole body waits as long (a gateway holding the end)",
+    "usage_prompt": f"prompt tokens the usage reports: {', '.join(USAGE_PROMPT_MODES)} (sent: as sent, even when "
+    "--truncate-to billed fewer, as a gateway counting the prompt itself)",
+    "quote_canary": f"{', '.join(QUOTE_CANARY_MODES)}: begin the answer with a long-document canary's code when the "
+    "kept prompt holds it, or never (a model that ignores the instruction)",
 }
 
 EPILOG = """\
@@ -57,6 +73,8 @@ _METAVARS = {
     "json_valid_rate": "P",
     "nondeterminism_rate": "P",
     "usage_completion_scale": "X",
+    "usage_prompt": "MODE",
+    "quote_canary": "MODE",
 }
 
 

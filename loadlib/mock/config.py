@@ -29,6 +29,8 @@ FAULTS = (
     "hang_headers",
 )
 USAGE_MODES = ("separate", "finish", "none")
+USAGE_PROMPT_MODES = ("billed", "sent")
+QUOTE_CANARY_MODES = ("kept", "never")
 MODEL_SEPARATOR = "::"
 # A model named like `gpt-4-32k` or `mock-8k` has a context window of that many Ki tokens (per-model limits).
 _MODEL_CONTEXT = re.compile(r"-(\d{1,4})k$")
@@ -47,7 +49,12 @@ class MockConfig:
     longer than `truncate_to` (> 0) is silently cut and billed at that many tokens; structured-output requests get
     schema-valid JSON at `json_valid_rate`; `nondeterminism_rate` is the share of requests whose output differs from
     what the same request gets otherwise (the output is a function of the request content); a streamed usage
-    reports the completion tokens sent times `usage_completion_scale` (1.5: a server that over-counts by 50 %)."""
+    reports the completion tokens sent times `usage_completion_scale` (1.5: a server that over-counts by 50 %).
+
+    As if behind an LLM gateway: the terminal events of a stream go out `terminal_delay_ms` after the last output
+    event; `usage_prompt` "sent" reports the prompt tokens as sent even when truncation billed fewer (a gateway that
+    counts the prompt itself). `quote_canary` "kept" begins the answer with a long-document canary's code when the
+    part of the prompt the mock kept holds it; "never" is a model that ignores the instruction."""
 
     ttft_ms: float = 50.0
     itl_ms: float = 10.0
@@ -67,6 +74,9 @@ class MockConfig:
     json_valid_rate: float = 1.0
     nondeterminism_rate: float = 0.0
     usage_completion_scale: float = 1.0
+    terminal_delay_ms: float = 0.0
+    usage_prompt: str = "billed"
+    quote_canary: str = "kept"
 
     @property
     def effective_fault_rate(self) -> float:
@@ -139,6 +149,9 @@ CONVERTERS: dict[str, Callable[[str], Any]] = {
     "json_valid_rate": _float("json_valid_rate", 1.0),
     "nondeterminism_rate": _float("nondeterminism_rate", 1.0),
     "usage_completion_scale": _float("usage_completion_scale", 100.0),
+    "terminal_delay_ms": _float("terminal_delay_ms"),
+    "usage_prompt": _choice("usage_prompt", USAGE_PROMPT_MODES),
+    "quote_canary": _choice("quote_canary", QUOTE_CANARY_MODES),
 }
 KEYS = tuple(CONVERTERS)
 

@@ -14,7 +14,8 @@ import orjson
 
 from loadlib.mock.config import MockConfig
 from loadlib.mock.llm_request import LlmCall
-from loadlib.mock.plan import Plan, json_is_valid
+from loadlib.mock.plan import Plan, json_is_valid, reported_prompt_tokens
+from loadlib.mock.prompt import PromptCount
 from loadlib.mock.render import AnthropicStream, OpenAIStream, Stream, anthropic_body, openai_body, status_error, text
 from loadlib.mock.structured import answer_text, requested_schema, token_pieces
 from loadlib.mock.truth import TruthRecord
@@ -31,9 +32,10 @@ class Answer:
     created: int
     text_offset: int
     plan: Plan
-    prompt_tokens: int
+    prompt_tokens: int  # what the usage reports (billed, or sent with usage_prompt=sent)
     tool: str | None
     pieces: tuple[str, ...] | None  # the tokens of a structured (JSON) answer; None for prose
+    lead: str = ""  # text before the first output token (a quoted canary code and its newline)
 
 
 def request_id_headers(api: str, request_id: str) -> list[Header]:
@@ -108,6 +110,28 @@ def status_fault(api: str, status: int, retry_after_s: float) -> tuple[list[Head
     return headers, status_error(api, status, retry_after_s)
 
 
+def canary_quote(prompt: PromptCount, cfg: MockConfig, prose: bool) -> tuple[str, str | None]:
+    """The answer's lead and the truth's `canary`: a prose answer quotes a canary the kept prompt holds ("quoted");
+    truncation may have cut it ("cut"); a JSON answer, an empty one or quote_canary=never leave it ("ignored")."""
+    kept = prompt.canary_kept(cfg.truncate_to)
+    if kept is None or prompt.canary is None:
+        return "", None
+    if not kept:
+        return "", "cut"
+    if prose and cfg.quote_canary == "kept":
+        return prompt.canary.code + "\n", "quoted"
+    return "", "ignored"
+
+
+def prompt_answer(rec: TruthRecord, cfg: MockConfig, prompt: PromptCount, billed: int, prose: bool) -> tuple[int, str]:
+    """The prompt tokens the usage reports and the answer's lead, both recorded in the truth beside the tokens sent
+    and billed (a gateway's count and a quoted canary must be checkable against what the mock really kept)."""
+    reported = reported_prompt_tokens(cfg, prompt.tokens, billed)
+    lead, rec.canary = canary_quote(prompt, cfg, prose)
+    rec.reported_prompt_tokens = reported
+    return reported, lead
+
+
 def record_plan(rec: TruthRecord, plan: Plan) -> None:
     """Copy the plan into the ground truth before anything is written, so a dropped request still shows it."""
     rec.fault = plan.fault
@@ -120,18 +144,29 @@ def record_plan(rec: TruthRecord, plan: Plan) -> None:
 
 def stream_renderer(answer: Answer) -> Stream:
     """The SSE events of a streamed answer, in the request's API dialect."""
+    call = answer.call
+    renderer = _anthropic_stream(answer) if call.api == "anthropic" else _openai_stream(answer)
+    if answer.lead:
+        renderer.quote(answer.lead)
+    return renderer
+
+
+def _anthropic_stream(answer: Answer) -> Stream:
     call, plan = answer.call, answer.plan
-    if call.api == "anthropic":
-        return AnthropicStream(
-            answer.request_id,
-            call.model,
-            answer.text_offset,
-            plan.output_tokens,
-            plan.tokens_per_event,
-            answer.prompt_tokens,
-            answer.tool,
-            answer.pieces,
-        )
+    return AnthropicStream(
+        answer.request_id,
+        call.model,
+        answer.text_offset,
+        plan.output_tokens,
+        plan.tokens_per_event,
+        answer.prompt_tokens,
+        answer.tool,
+        answer.pieces,
+    )
+
+
+def _openai_stream(answer: Answer) -> Stream:
+    call, plan = answer.call, answer.plan
     opts = call.body.get("stream_options")
     include_usage = isinstance(opts, dict) and opts.get("include_usage") is True
     return OpenAIStream(
@@ -157,7 +192,7 @@ def whole_body(answer: Answer) -> tuple[int, bytes]:
     if answer.pieces is not None:
         content = "".join(answer.pieces[: plan.output_tokens])
     else:
-        content = text(answer.text_offset, plan.output_tokens)
+        content = answer.lead + text(answer.text_offset, plan.output_tokens)
     payload = _anthropic_body(answer, content) if call.api == "anthropic" else _openai_body(answer, content)
     if plan.fault == "malformed":
         payload = payload[: len(payload) // 2]

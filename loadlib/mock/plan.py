@@ -29,7 +29,7 @@ class Plan:
     finish_reason: str  # "stop" or "length" (capped by the request's max_tokens)
     start_ms: float  # when the response head goes out (hang_headers delays it)
     offsets_ms: tuple[float, ...]  # planned write time of each output event
-    end_ms: float  # planned write time of the terminal event (or of a non-streamed body)
+    end_ms: float  # planned write time of the terminal events (or of a non-streamed body), terminal delay included
     fault_event: int  # number of output events written before a mid-stream fault fires; -1 without one
     usage_scale: float = 1.0  # the streamed usage reports completion tokens x this (a server that miscounts)
 
@@ -73,6 +73,11 @@ def choose_fault(cfg: MockConfig, rng: random.Random) -> str:
 def billed_prompt_tokens(cfg: MockConfig, sent: int) -> int:
     """Prompt tokens the server processes and bills: all of them, or `truncate_to` when it silently truncates."""
     return sent if cfg.truncate_to <= 0 or sent <= cfg.truncate_to else cfg.truncate_to
+
+
+def reported_prompt_tokens(cfg: MockConfig, sent: int, billed: int) -> int:
+    """Prompt tokens the usage reports: those billed, or those sent (a gateway that counts the prompt itself)."""
+    return sent if cfg.usage_prompt == "sent" else billed
 
 
 def draw_variant(cfg: MockConfig, rng: random.Random) -> int:
@@ -128,7 +133,7 @@ def make_plan(
         offsets = list(accumulate((max(0.0, itl + rng.uniform(-j, j)) for _ in range(n_events - 1)), initial=ttft))
     else:
         offsets = [ttft + i * itl for i in range(n_events)]
-    end = offsets[-1] if offsets else ttft
+    end = (offsets[-1] if offsets else ttft) + cfg.terminal_delay_ms  # a gateway holding the end of the stream
     fault_event = -1
     if fault in MID_STREAM_FAULTS or fault == "stall":
         fault_event = min(-(-cfg.fault_at // k), n_events)

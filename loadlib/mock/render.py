@@ -29,6 +29,7 @@ CYCLE_LEN = 4096
 CYCLE: tuple[int, ...] = tuple(random.Random(0x5EED).choices(range(len(WORDS)), k=CYCLE_LEN))
 
 _OA_TAIL = '"},"logprobs":null,"finish_reason":null}]}\n\n'
+_OA_CONTENT = b',"choices":[{"index":0,"delta":{"content":'
 _AN_HEAD = (
     'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"'
 )
@@ -83,9 +84,10 @@ def _named(event: str, obj: Any) -> bytes:
 class Stream:
     """Per-request renderer. `events(a, b)` renders output events a..b-1 as one bytes object.
 
-    `pieces` replaces the word cycle with fixed output tokens (a structured JSON answer)."""
+    `pieces` replaces the word cycle with fixed output tokens (a structured JSON answer); `quote` puts text in front
+    of the first event's (a long-document canary's code)."""
 
-    __slots__ = ("_custom", "_cycle", "_prefix", "k", "n", "offset", "pieces")
+    __slots__ = ("_custom", "_cycle", "_first", "_prefix", "k", "n", "offset", "pieces")
 
     def __init__(self, offset: int, n_tokens: int, k: int, pieces: tuple[str, ...] | None = None) -> None:
         self.offset = offset
@@ -95,6 +97,16 @@ class Stream:
         self._prefix = b""
         self._cycle: tuple[bytes, ...] = ()
         self._custom: list[bytes] | None = None
+        self._first: bytes | None = None
+
+    def quote(self, lead: str) -> None:
+        """Begin the answer with `lead`: the first output event carries it before its words (its tokens stay)."""
+        if self.n > 0:
+            self._first = self._text_event(lead + self._event_words(0))
+
+    def _text_event(self, text: str) -> bytes:
+        """One whole output event carrying `text`."""
+        raise NotImplementedError
 
     def _event_words(self, index: int) -> str:
         a = index * self.k
@@ -105,6 +117,8 @@ class Stream:
     def events(self, a: int, b: int) -> bytes:
         if a >= b:
             return b""
+        if a == 0 and self._first is not None:
+            return self._first + self.events(1, b)
         if self._custom is not None:
             parts = self._custom[a:b]
         else:
@@ -168,8 +182,7 @@ class OpenAIStream(Stream):
     ) -> None:
         super().__init__(offset, n_tokens, k, pieces)
         self._base = {"id": "chatcmpl-" + rid, "object": "chat.completion.chunk", "created": created, "model": model}
-        head = _dumps(self._base)[:-1]
-        self._prefix = b"data: " + head + b',"choices":[{"index":0,"delta":{"content":'
+        self._prefix = b"data: " + _dumps(self._base)[:-1] + _OA_CONTENT
         self.prompt_tokens = prompt_tokens
         self.include_usage = include_usage
         self.usage_mode = usage_mode
@@ -180,6 +193,9 @@ class OpenAIStream(Stream):
             tail = _OA_TAIL.encode()
             n_events = -(-n_tokens // k)
             self._custom = [_dumps(self._event_words(i))[:-1] + tail for i in range(n_events)]
+
+    def _text_event(self, text: str) -> bytes:
+        return b"data: " + _dumps(self._base)[:-1] + _OA_CONTENT + _dumps(text)[:-1] + _OA_TAIL.encode()
 
     def _chunk(self, choices: list[dict[str, Any]], **extra: Any) -> bytes:
         return _sse({**self._base, "choices": choices, **extra})
@@ -251,9 +267,10 @@ class AnthropicStream(Stream):
             self._cycle = _AN_EVENT
         else:
             n_events = -(-n_tokens // k)
-            self._custom = [
-                _AN_HEAD.encode() + _dumps(self._event_words(i))[1:-1] + _AN_TAIL.encode() for i in range(n_events)
-            ]
+            self._custom = [self._text_event(self._event_words(i)) for i in range(n_events)]
+
+    def _text_event(self, text: str) -> bytes:
+        return _AN_HEAD.encode() + _dumps(text)[1:-1] + _AN_TAIL.encode()
 
     def _tool_event(self, index: int, n_events: int) -> bytes:
         if self.pieces is not None:

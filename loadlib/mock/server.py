@@ -30,6 +30,7 @@ from loadlib.mock.llm_response import (
     Answer,
     Header,
     planned_headers,
+    prompt_answer,
     record_plan,
     request_id_headers,
     status_fault,
@@ -39,7 +40,7 @@ from loadlib.mock.llm_response import (
     whole_body,
 )
 from loadlib.mock.plan import STATUS_FAULTS, billed_prompt_tokens, draw_variant, make_plan, output_seed
-from loadlib.mock.prompt import LARGE_PROMPT_BYTES, PromptCounter, content_key
+from loadlib.mock.prompt import LARGE_PROMPT_BYTES, PromptCount, PromptCounter, content_key, measure
 from loadlib.mock.render import bad_request, content_hash, context_error, offset_of
 from loadlib.mock.schedule import Scheduler
 from loadlib.mock.truth import Stats, TruthLog, TruthRecord
@@ -312,35 +313,37 @@ class MockServer:
         chash = content_hash(key)
         rec.text_offset = offset_of(chash, self.seed)
 
-        def proceed(prompt_tokens: int) -> None:
+        def proceed(prompt: PromptCount) -> None:
             if conn.closed:
                 self.truth.complete(rec, "client_closed")
                 return
-            rec.prompt_tokens = prompt_tokens
-            self._respond_llm(conn, rec, call, id_headers, t0, chash)
+            rec.prompt_tokens = prompt.tokens
+            self._respond_llm(conn, rec, call, id_headers, t0, chash, prompt)
 
         def failed(exc: BaseException) -> None:
             self._reject(conn, rec, id_headers, 500, bad_request(api, f"mock error: {exc}"), t0)
 
-        self._count_prompt(key, call.messages, proceed, failed)
+        self._count_prompt(key, call.messages, call.cfg.truncate_to, proceed, failed)
 
     def _count_prompt(
         self,
         key: bytes,
         messages: list[dict[str, Any]],
-        proceed: Callable[[int], None],
+        truncate_to: int,
+        proceed: Callable[[PromptCount], None],
         failed: Callable[[BaseException], None],
     ) -> None:
-        """Cached counts and small prompts at once; a large prompt is counted in a worker thread, off the loop."""
+        """Cached counts and small prompts at once; a large prompt is measured in a worker thread, off the loop. A
+        cached prompt is measured again only for its canary's position, the first time a request truncates it."""
         cached = self.prompts.cached(key)
-        if cached is not None:
+        if cached is not None and not cached.needs_position(truncate_to):
             proceed(cached)
         elif len(key) < LARGE_PROMPT_BYTES:
-            proceed(self.prompts.store(key, self.prompts.count(messages)))
+            proceed(self.prompts.store(key, measure(messages, truncate_to, cached)))
         else:
-            fut = self.loop.run_in_executor(None, self.prompts.count, messages)
+            fut = self.loop.run_in_executor(None, measure, messages, truncate_to, cached)
 
-            def counted(f: asyncio.Future[int]) -> None:
+            def counted(f: asyncio.Future[PromptCount]) -> None:
                 exc = f.exception()
                 if exc is not None:
                     failed(exc)
@@ -365,16 +368,23 @@ class MockServer:
         conn.respond(status, [JSON, *headers], body)
 
     def _respond_llm(
-        self, conn: Connection, rec: TruthRecord, call: LlmCall, id_headers: list[Header], t0: float, chash: int
+        self,
+        conn: Connection,
+        rec: TruthRecord,
+        call: LlmCall,
+        id_headers: list[Header],
+        t0: float,
+        chash: int,
+        prompt: PromptCount,
     ) -> None:
         """Bill the prompt and check it against the context limit, plan the answer, then fail it or start writing."""
         cfg = call.cfg
-        sent_tokens = rec.prompt_tokens or 0
-        prompt_tokens = billed_prompt_tokens(cfg, sent_tokens)
+        prompt_tokens = billed_prompt_tokens(cfg, prompt.tokens)
+        rec.billed_prompt_tokens = prompt_tokens
         if prompt_tokens > cfg.context_limit:
             self._reject(conn, rec, id_headers, 400, context_error(call.api, cfg.context_limit, prompt_tokens), t0)
             return
-        answer, headers = self._plan_answer(rec, call, chash, sent_tokens, prompt_tokens)
+        answer, headers = self._plan_answer(rec, call, chash, prompt, prompt_tokens)
         status = STATUS_FAULTS.get(answer.plan.fault)
         if status is not None:
             fault_headers, payload = status_fault(call.api, status, cfg.retry_after_s)
@@ -384,9 +394,10 @@ class MockServer:
         self._start_response(conn, rec, answer, [*id_headers, *headers], t0)
 
     def _plan_answer(
-        self, rec: TruthRecord, call: LlmCall, chash: int, sent_tokens: int, prompt_tokens: int
+        self, rec: TruthRecord, call: LlmCall, chash: int, prompt: PromptCount, prompt_tokens: int
     ) -> tuple[Answer, list[Header]]:
-        """Draw the variant, then the plan: that order of draws on the server's rng is part of its determinism."""
+        """Draw the variant, then the plan: that order of draws on the server's rng is part of its determinism.
+        The usage reports `usage_prompt`'s count; a prose answer quotes a canary the kept prompt holds."""
         tool = forced_tool(call.body) if call.api == "anthropic" else None
         variant = draw_variant(call.cfg, self.rng)
         if variant:
@@ -402,10 +413,13 @@ class MockServer:
         headers = [
             *planned_headers(plan, call.cfg),
             *json_headers,
-            *variant_headers(variant, sent_tokens, prompt_tokens),
+            *variant_headers(variant, prompt.tokens, prompt_tokens),
         ]
+        prose = pieces is None and tool is None and plan.output_tokens > 0
+        reported, lead = prompt_answer(rec, call.cfg, prompt, prompt_tokens, prose)
         offset = rec.text_offset or 0
-        return Answer(call, rec.request_id, int(time.time()), offset, plan, prompt_tokens, tool, pieces), headers
+        answer = Answer(call, rec.request_id, int(time.time()), offset, plan, reported, tool, pieces, lead)
+        return answer, headers
 
     def _start_response(
         self, conn: Connection, rec: TruthRecord, answer: Answer, headers: list[Header], t0: float

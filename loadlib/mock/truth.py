@@ -31,6 +31,8 @@ class TruthRecord:
 
     __slots__ = (
         "api",
+        "billed_prompt_tokens",
+        "canary",
         "client_request_id",
         "connection_id",
         "end_ms",
@@ -49,6 +51,7 @@ class TruthRecord:
         "planned_output_tokens",
         "planned_ttft_ms",
         "prompt_tokens",
+        "reported_prompt_tokens",
         "request_id",
         "status",
         "stream",
@@ -68,7 +71,10 @@ class TruthRecord:
         self.fault = "none"
         self.outcome = "pending"  # pending | complete | dropped | client_closed | error
         self.finish_reason: str | None = None
-        self.prompt_tokens: int | None = None
+        self.prompt_tokens: int | None = None  # as sent (counted from the request)
+        self.billed_prompt_tokens: int | None = None  # what the mock processed (truncate_to) and billed
+        self.reported_prompt_tokens: int | None = None  # what its usage says (usage_prompt)
+        self.canary: str | None = None  # quoted | cut | ignored; None without a canary in the prompt
         self.text_offset: int | None = None
         self.tokens_per_event = 1
         self.planned_ttft_ms: float | None = None
@@ -127,6 +133,9 @@ class TruthRecord:
             "outcome": self.outcome,
             "finish_reason": self.finish_reason,
             "prompt_tokens": self.prompt_tokens,
+            "billed_prompt_tokens": self.billed_prompt_tokens,
+            "reported_prompt_tokens": self.reported_prompt_tokens,
+            "canary": self.canary,
             "text_offset": self.text_offset,
             "tokens_per_event": self.tokens_per_event,
             "planned_ttft_ms": self.planned_ttft_ms,

@@ -68,7 +68,7 @@ def count_text(text: str, encoding: str = "o200k_base") -> int:
     return len(get_encoding(encoding).encode(text, disallowed_special=()))
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # OpenAI / Anthropic content parts
@@ -82,7 +82,7 @@ def count_chat(messages: list[dict[str, Any]], encoding: str = "o200k_base") -> 
     total = REPLY_PRIMING
     for msg in messages:
         total += TOKENS_PER_MESSAGE
-        total += len(enc.encode(_content_text(msg.get("content")), disallowed_special=()))
+        total += len(enc.encode(content_text(msg.get("content")), disallowed_special=()))
         total += len(enc.encode(str(msg.get("role", "")), disallowed_special=()))
         if msg.get("name"):
             total += TOKENS_PER_NAME + len(enc.encode(str(msg["name"]), disallowed_special=()))

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from loadlib.mock import MockConfig, MockProcess, start_in_thread, start_subprocess
+from tests.support.http_bytes import response_complete
 
 pytestmark = pytest.mark.integration
 
@@ -59,7 +60,7 @@ def exchange(port: int, method: str, path: str, payload: Any = None, timeout: fl
         sock.sendall(head.encode() + body)
         buf, first, eof = b"", None, False
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not _complete(buf):
+        while time.monotonic() < deadline and not response_complete(buf):
             data = sock.recv(65536)
             if not data:
                 eof = True
@@ -71,16 +72,6 @@ def exchange(port: int, method: str, path: str, payload: Any = None, timeout: fl
     lines = raw_head.decode().split("\r\n")
     headers = {k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
     return Reply(int(lines[0].split(" ")[1]), headers, rest, eof, first)
-
-
-def _complete(buf: bytes) -> bool:
-    head, sep, rest = buf.partition(b"\r\n\r\n")
-    if not sep:
-        return False
-    for line in head.decode().lower().split("\r\n"):
-        if line.startswith("content-length:"):
-            return len(rest) >= int(line.split(":")[1])
-    return rest.endswith(b"0\r\n\r\n")
 
 
 def post(port: int, body: Any) -> Reply:
