@@ -5,15 +5,18 @@ firing fake requests into it. Each worker `serialize()`s it into its report (and
 the master `merge_serialized()`s every report, so percentiles are those of all samples.
 
 What counts where:
-- Distributions (every histogram: TTFB, first event, TTFT, TTFO, E2E, TPOT, ITL, decode speed, prompt and completion
-  token counts) take successful attempts only. A failed attempt's timings describe the failure (a 429 answers in
-  2 ms, a timeout takes exactly the limit), so mixing them in would make latency look better or worse than service
-  was; failures are counted by class instead. TTFB follows the same rule, so all timing rows describe one population.
+- Distributions (every histogram: TTFB, first event, TTFT, TTFO, E2E, TPOT, stream TPOT and tail, ITL, decode speed,
+  prompt and completion token counts) take successful attempts only. A failed attempt's timings describe the failure
+  (a 429 answers in 2 ms, a timeout takes exactly the limit), so mixing them in would make latency look better or
+  worse than service was; failures are counted by class instead. TTFB follows the same rule, so all timing rows
+  describe one population.
 - Counters and sums (requests, token totals, cost) take every attempt: a truncated or schema-invalid answer was still
   generated and billed. Token sums use the server's usage and fall back to our estimate per request. `priced` counts
   attempts with a cost; `unpriced` those with output tokens but no cost (the model is missing from the price table).
 - Token-estimate deviation takes every attempt that has both usage and an estimate: (estimate - usage) / usage, and
   the ratio usage / estimate (signed, so a server that over-counts shows as a ratio above 1).
+- `tpot_tokens` and `tpot_events` sum (output tokens - 1) and (output events - 1) over the attempts with a TPOT: their
+  ratio is the tokens the usage counts per output event, which with the stream tail explains TPOT against stream TPOT.
 - `good` counts successful attempts that met the run's per-request SLO (goodput; 0 when the run has none).
 - `usage_rejected` counts attempts whose server usage held a count that was not sane (negative, fractional, absurdly
   large, not a number): those counts were replaced by our estimate.
@@ -28,15 +31,11 @@ from typing import Any
 
 from loadlib.errors import ErrorClass
 from loadlib.metrics.histogram import Histogram, record_many_into
-from loadlib.records.record import RequestRecord
+from loadlib.records.build import DEVIATION_LIMIT_PCT, deviation_pct
+from loadlib.records.record import TIMING_FIELDS, RequestRecord
 
 HISTOGRAMS = (
-    "ttfb_ms",
-    "first_event_ms",
-    "ttft_ms",
-    "ttfo_ms",
-    "e2e_ms",
-    "tpot_ms",
+    *TIMING_FIELDS,
     "itl_ms",
     "decode_tps",
     "prompt_tokens",
@@ -61,8 +60,9 @@ COUNTERS = (
     "completion_dev_over_10pct",
     "usage_rejected",
     "good",
+    "tpot_tokens",
+    "tpot_events",
 )
-DEVIATION_LIMIT_PCT = 10.0
 TOTAL_KEY = ("", "")
 _FORMAT = 1
 
@@ -98,7 +98,11 @@ class LLMStatsEntry:
         "requests",
         "scenario",
         "schedule_lag_ms",
+        "stream_tail_ms",
+        "stream_tpot_ms",
+        "tpot_events",
         "tpot_ms",
+        "tpot_tokens",
         "ttfb_ms",
         "ttfo_ms",
         "ttft_from_intended_ms",
@@ -233,13 +237,14 @@ def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord, good: bool 
     cost = r.cost_usd
     start = r.start_unix_ns or None  # 0 means unknown
     end = None if start is None else start + (int(r.e2e_ms * 1e6) if r.e2e_ms is not None else 0)
-    prompt_dev = _deviation_pct(r.prompt_tokens, r.prompt_tokens_est)
-    completion_dev = _deviation_pct(r.completion_tokens, r.completion_tokens_est)
+    prompt_dev = deviation_pct(r.prompt_tokens, r.prompt_tokens_est)
+    completion_dev = deviation_pct(r.completion_tokens, r.completion_tokens_est)
     lag = r.schedule_lag_ms if r.intended_send_ms is not None else None
     rejected = r.usage_rejected is not None
+    tpot_pair = (completion - 1, r.output_events - 1) if ok and r.tpot_ms is not None and completion else (0, 0)
     timings: list[tuple[str, float]] = []
     if ok:
-        for name in ("ttfb_ms", "first_event_ms", "ttft_ms", "ttfo_ms", "e2e_ms", "tpot_ms"):
+        for name in TIMING_FIELDS:
             v = getattr(r, name)
             if v is not None:
                 timings.append((name, v))
@@ -293,6 +298,8 @@ def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord, good: bool 
             e.completion_dev_over_10pct += 1
         if rejected:
             e.usage_rejected += 1
+        e.tpot_tokens += tpot_pair[0]
+        e.tpot_events += tpot_pair[1]
         if start is not None and end is not None:
             if e.first_start_unix_ns is None or start < e.first_start_unix_ns:
                 e.first_start_unix_ns = start
@@ -300,13 +307,6 @@ def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord, good: bool 
                 e.last_end_unix_ns = end
     if ok and r.itl_ms:
         record_many_into([e.itl_ms for e in entries], r.itl_ms)
-
-
-def _deviation_pct(usage: int | None, estimate: int | None) -> float | None:
-    """(estimate - usage) / usage in %, when the server reported a non-zero usage and we have an estimate."""
-    if usage is None or estimate is None or usage <= 0:
-        return None
-    return (estimate - usage) * 100.0 / usage
 
 
 def _min_opt(a: int | None, b: int | None) -> int | None:

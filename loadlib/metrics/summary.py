@@ -10,13 +10,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from loadlib.metrics.decode import decode_facts, tpot_gap_line
 from loadlib.metrics.histogram import Histogram
 from loadlib.metrics.modes import latency_modes, modes_line
 from loadlib.metrics.saturation import Verdict
 from loadlib.metrics.stats import LLMStats, LLMStatsEntry
 
 TOTAL_NAME = "Aggregated"
-_MAIN_LATENCIES = (("ttft", "ttft_ms"), ("ttfo", "ttfo_ms"), ("e2e", "e2e_ms"), ("tpot", "tpot_ms"), ("itl", "itl_ms"))
+_MAIN_LATENCIES = (
+    ("ttft", "ttft_ms"),
+    ("ttfo", "ttfo_ms"),
+    ("e2e", "e2e_ms"),
+    ("tpot", "tpot_ms"),
+    ("stream_tpot", "stream_tpot_ms"),
+    ("stream_tail", "stream_tail_ms"),
+    ("itl", "itl_ms"),
+)
 _SIDE_LATENCIES = (("first_event", "first_event_ms"), ("ttfb", "ttfb_ms"))
 _MODAL = (("ttft", "ttft_ms"), ("e2e", "e2e_ms"))  # checked for separate modes (loadlib.metrics.modes)
 
@@ -28,7 +37,8 @@ def build_summary(
 
     Top level: meta, duration_s, rows, total, client_saturated (None: not checked), client (Verdict.to_dict or None).
     A row: name, scenario, endpoint, count, ok, errors_total, error_rate, errors {class: n}, latency_ms {ttft, ttfo,
-    e2e, tpot, itl: count/mean/p50/p95/p99/max; first_event, ttfb: count/mean/p50/p95}, requests_per_s, ok_per_s,
+    e2e, tpot, stream_tpot, stream_tail, itl: count/mean/p50/p95/p99/max; first_event, ttfb: count/mean/p50/p95},
+    decode {tokens_per_event, tail_per_token_ms} (loadlib.metrics.decode), requests_per_s, ok_per_s,
     output_tokens_per_s (completion tokens of every attempt / duration_s), decode_tokens_per_s {p10, p50, p90},
     prompt/completion/cached_prompt token totals, cost_usd (None when nothing was priced), cost_per_1k_requests
     (priced cost per 1,000 attempts), unpriced_requests, token_estimate {prompt, completion}, open_loop (None for
@@ -70,6 +80,7 @@ def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> dict[s
         "error_rate": _r(e.failed / e.requests, 6) if e.requests else None,
         "errors": dict(sorted(e.errors.items())),
         "latency_ms": latency,
+        "decode": decode_facts(e.tpot_tokens, e.tpot_events, e.tpot_ms.count, e.stream_tail_ms.mean),
         "requests_per_s": _r(e.requests * per_s) if per_s is not None else None,
         "ok_per_s": _r(e.ok * per_s) if per_s is not None else None,
         "output_tokens_per_s": _r(e.completion_tokens_total * per_s) if per_s is not None else None,
@@ -140,6 +151,8 @@ _COLUMNS = (
     ("p95", ">"),
     ("p99", ">"),
     ("TPOT p50", ">"),
+    ("stream", ">"),
+    ("tail", ">"),
     ("tok/s", ">"),
     ("cost $", ">"),
 )
@@ -165,7 +178,8 @@ def render_table(summary: dict[str, Any]) -> str:
         title += f" of run {meta['run_id']}"
     if summary.get("duration_s") is not None:
         title += f" ({_num(summary['duration_s'])} s)"
-    out = [title + "; latencies in ms", line(header)]
+    legend = "; latencies in ms (stream: TPOT from the events alone; tail: last token to stream end)"
+    out = [title + legend, line(header)]
     out += [line(c) for c in cells]
     if total_cells:
         out.append("-" * len(line(header)))
@@ -196,6 +210,7 @@ def render_table(summary: dict[str, Any]) -> str:
             out.append(f"open loop, {r.get('name', '-')}: {lag_text}; E2E from intended send p50/p95/p99 {e2e_text} ms")
     out += _goodput_lines(summary)
     out += usage_lines(rows)
+    out += [line for r in rows if (line := tpot_gap_line(r))]
     out += [modes_line(str(r.get("name", "-")), k, m) for r in rows for k, m in (r.get("modes") or {}).items()]
     out.append(_client_line(summary.get("client")))
     return "\n".join(out)
@@ -218,6 +233,8 @@ def _cells(r: dict[str, Any]) -> list[str]:
         p("e2e", "p95"),
         p("e2e", "p99"),
         p("tpot", "p50"),
+        p("stream_tpot", "p50"),
+        p("stream_tail", "p50"),
         _num(r.get("output_tokens_per_s")),
         _cost(r.get("cost_usd")),
     ]

@@ -18,6 +18,12 @@ VISIBLE = 2  # carried visible output: text, refusal or tool-call delta, not rea
 TERMINAL = 4  # the protocol's terminal event: `data: [DONE]` or Anthropic `message_stop`
 ERROR = 8  # an in-stream error event inside an HTTP 200 response (provider_error)
 
+# Where a response's usage came from (RequestRecord.usage_source, docs/records.md).
+USAGE_STREAM = "stream"  # events of their own: OpenAI's usage-only chunk, Anthropic's message_start/message_delta
+USAGE_FINAL_CHUNK = "final_chunk"  # on a chunk that also carried choices (the finish chunk, as some servers do)
+USAGE_BODY = "body"  # a non-streamed response body
+USAGE_ESTIMATED = "estimated"  # no usage from the server: our tiktoken counts
+
 
 @dataclass(slots=True)
 class ChatRequest:
@@ -78,6 +84,7 @@ class StreamResult:
     refusal: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
+    usage_source: str | None = None  # USAGE_STREAM, USAGE_FINAL_CHUNK or USAGE_BODY when usage came
     finish_reason: str | None = None  # of choice 0 (the last non-null one seen)
     finish_by_choice: dict[int, str] = field(default_factory=dict)
     error: ProviderError | None = None

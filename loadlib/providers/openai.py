@@ -18,6 +18,9 @@ from loadlib.providers.base import (
     ERROR,
     OUTPUT,
     TERMINAL,
+    USAGE_BODY,
+    USAGE_FINAL_CHUNK,
+    USAGE_STREAM,
     VISIBLE,
     ChatRequest,
     HttpRequest,
@@ -117,6 +120,7 @@ class OpenAIChatParser:
         "_text",
         "_tools",
         "_usage",
+        "_usage_source",
         "_usage_where",
     )
 
@@ -129,6 +133,7 @@ class OpenAIChatParser:
         self._finish: dict[int, str] = {}
         self._usage: dict[str, Any] | None = None
         self._usage_where = "usage"
+        self._usage_source = USAGE_STREAM
         self._error: ProviderError | None = None
         self._id: str | None = None
         self._model: str | None = None
@@ -165,12 +170,12 @@ class OpenAIChatParser:
             flags = self._without_choices(obj)
         usage = get("usage")
         if usage:
-            self._keep_usage(usage, "usage")
+            self._keep_usage(usage, "usage", USAGE_FINAL_CHUNK if choices else USAGE_STREAM)
         x_groq = get("x_groq")
         if x_groq:
             groq_usage = (fields.mapping(x_groq, "x_groq") or {}).get("usage")
             if groq_usage:
-                self._keep_usage(groq_usage, "x_groq.usage")
+                self._keep_usage(groq_usage, "x_groq.usage", USAGE_FINAL_CHUNK if choices else USAGE_STREAM)
         if get("error") is not None:
             flags |= self._record_error(obj)
         if flags & OUTPUT:
@@ -225,9 +230,10 @@ class OpenAIChatParser:
             flags |= self._tool_calls(idx, fields.array(tool_calls, f"choices[{idx}].delta.tool_calls") or [])
         return flags
 
-    def _keep_usage(self, usage: Any, where: str) -> None:
+    def _keep_usage(self, usage: Any, where: str, source: str) -> None:
         self._usage = fields.mapping(usage, where)
         self._usage_where = where
+        self._usage_source = source
 
     def _identify(self, obj: dict[str, Any]) -> None:
         if self._id is None:
@@ -341,6 +347,7 @@ class OpenAIChatParser:
             refusal="".join(self._refusal.get(0, ())),
             tool_calls=tools,
             usage=openai_usage(self._usage, self._usage_where) if self._usage is not None else None,
+            usage_source=self._usage_source if self._usage is not None else None,
             finish_reason=self._finish.get(0),
             finish_by_choice=dict(sorted(self._finish.items())),
             error=self._error,
@@ -446,6 +453,7 @@ class OpenAIAdapter:
         usage = obj.get("usage")
         if usage:
             result.usage = openai_usage(fields.mapping(usage, "usage") or {})
+            result.usage_source = USAGE_BODY
         result.finish_reason = result.finish_by_choice.get(0)
         result.response_id = fields.identifier(obj.get("id"))
         result.model = fields.identifier(obj.get("model"))

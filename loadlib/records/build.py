@@ -6,12 +6,14 @@ import itertools
 from collections.abc import Sequence
 
 from loadlib.errors import ErrorClass
+from loadlib.providers.base import USAGE_ESTIMATED, Usage
 from loadlib.records.pricing import PriceTable
 from loadlib.records.record import RequestRecord
 from loadlib.redact import Redactor
 from loadlib.transport.stream import StreamOutcome
 
 MAX_TEXT = 200
+DEVIATION_LIMIT_PCT = 10.0  # usage and estimate "disagree" beyond this (docs/metrics.md, "Token counts")
 _NO_SECRETS = Redactor()
 
 
@@ -52,6 +54,7 @@ def build_record(
         cost = prices.cost(model, in_tokens, out_tokens, cached, cached_included=provider != "anthropic")
     stamps = outcome.output_stamps_ms
     status = outcome.status
+    ok = status is ErrorClass.OK
     return RequestRecord(
         run_id=run_id,
         scenario=scenario,
@@ -72,9 +75,9 @@ def build_record(
         ttfo_ms=outcome.ttfo_ms,
         e2e_ms=outcome.e2e_ms,
         itl_ms=gaps_ms(stamps),
-        tpot_ms=tpot_ms(outcome.e2e_ms, outcome.ttft_ms, out_tokens)
-        if status is ErrorClass.OK and len(stamps) > 1
-        else None,
+        tpot_ms=tpot_ms(outcome.e2e_ms, outcome.ttft_ms, out_tokens) if ok and len(stamps) > 1 else None,
+        stream_tpot_ms=stream_tpot_ms(stamps) if ok else None,
+        stream_tail_ms=stream_tail_ms(stamps, outcome.e2e_ms) if ok and outcome.streamed else None,
         output_events=len(stamps),
         intended_send_ms=intended_send_ms,
         schedule_lag_ms=schedule_lag_ms,
@@ -85,6 +88,8 @@ def build_record(
         cached_prompt_tokens=cached,
         reasoning_tokens=usage.reasoning_tokens if usage else None,
         usage_rejected="; ".join(usage.rejected) if usage and usage.rejected else None,
+        usage_source=usage_source(result.usage_source if result else None, usage, in_tokens, out_tokens),
+        usage_disagrees=disagrees((prompt, prompt_tokens_est), (completion, completion_tokens_est)),
         cost_usd=cost,
         status=status,
         http_status=outcome.http_status,
@@ -105,6 +110,38 @@ def tpot_ms(e2e_ms: float | None, ttft_ms: float | None, output_tokens: int | No
     if e2e_ms is None or ttft_ms is None or output_tokens is None or output_tokens < 2:
         return None
     return (e2e_ms - ttft_ms) / (output_tokens - 1)
+
+
+def stream_tpot_ms(stamps_ms: Sequence[float]) -> float | None:
+    """Decode time per token from the stream itself: (last - first output event) / (events - 1), for two or more.
+    Unlike TPOT it holds neither the stream's tail nor the server's token count (docs/metrics.md, "Timing")."""
+    n = len(stamps_ms)
+    return (stamps_ms[-1] - stamps_ms[0]) / (n - 1) if n > 1 else None
+
+
+def stream_tail_ms(stamps_ms: Sequence[float], e2e_ms: float | None) -> float | None:
+    """From the last output event to the end of the stream (its terminal event): time no token arrived in."""
+    return None if not stamps_ms or e2e_ms is None else max(0.0, e2e_ms - stamps_ms[-1])
+
+
+def usage_source(source: str | None, usage: Usage | None, in_tokens: int | None, out_tokens: int | None) -> str | None:
+    """Where the record's token counts came from: the server's usage (and where it sat), else our estimate."""
+    if usage is not None and (usage.prompt_tokens is not None or usage.completion_tokens is not None):
+        return source
+    return USAGE_ESTIMATED if in_tokens is not None or out_tokens is not None else None
+
+
+def deviation_pct(usage: int | None, estimate: int | None) -> float | None:
+    """(estimate - usage) / usage in %, when the server reported a non-zero count and we have an estimate."""
+    if usage is None or estimate is None or usage <= 0:
+        return None
+    return (estimate - usage) * 100.0 / usage
+
+
+def disagrees(*pairs: tuple[int | None, int | None]) -> bool | None:
+    """Whether any (server count, estimate) pair is off by over DEVIATION_LIMIT_PCT; None when none compares."""
+    devs = [d for d in (deviation_pct(u, e) for u, e in pairs) if d is not None]
+    return any(abs(d) > DEVIATION_LIMIT_PCT for d in devs) if devs else None
 
 
 def gaps_ms(stamps_ms: Sequence[float]) -> tuple[float, ...]:

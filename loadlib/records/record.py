@@ -11,6 +11,18 @@ from dataclasses import dataclass, field
 
 from loadlib.errors import ErrorClass
 
+# The per-request durations of a record, in ms (the statistics' timing histograms and InfluxDB's timing fields).
+TIMING_FIELDS = (
+    "ttfb_ms",
+    "first_event_ms",
+    "ttft_ms",
+    "ttfo_ms",
+    "e2e_ms",
+    "tpot_ms",
+    "stream_tpot_ms",
+    "stream_tail_ms",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class RequestRecord:
@@ -36,6 +48,8 @@ class RequestRecord:
     e2e_ms: float | None = None
     itl_ms: tuple[float, ...] = ()
     tpot_ms: float | None = None
+    stream_tpot_ms: float | None = None  # (last output event - first) / (output events - 1): usage plays no part
+    stream_tail_ms: float | None = None  # last output event to the end of the stream (its terminal event)
     output_events: int = 0
     intended_send_ms: float | None = None
     schedule_lag_ms: float | None = None
@@ -47,6 +61,8 @@ class RequestRecord:
     cached_prompt_tokens: int | None = None
     reasoning_tokens: int | None = None
     usage_rejected: str | None = None  # usage counts the server sent that were not sane counts (estimates used)
+    usage_source: str | None = None  # stream, final_chunk, body or estimated (providers.base USAGE_*)
+    usage_disagrees: bool | None = None  # a server count off our estimate by over 10 %; None: nothing to compare
     # money
     cost_usd: float | None = None
     # outcome

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from loadlib.records.record import RequestRecord
+from loadlib.records.record import TIMING_FIELDS, RequestRecord
 
 REQUEST = "llm_request"
 WORKER = "llm_worker"
@@ -30,6 +30,8 @@ REQUEST_FIELDS: dict[str, str] = {
     "ttfo_ms": "float",
     "e2e_ms": "float",
     "tpot_ms": "float",
+    "stream_tpot_ms": "float",
+    "stream_tail_ms": "float",
     "itl_mean_ms": "float",
     "itl_max_ms": "float",
     "schedule_lag_ms": "float",
@@ -44,6 +46,7 @@ REQUEST_FIELDS: dict[str, str] = {
     "output_events": "int",
     "http_status": "int",
     "finish_reason": "str",
+    "usage_source": "str",
     "request_id": "str",
     "server_request_id": "str",
     "attempt": "int",
@@ -171,7 +174,7 @@ def _request_tags(values: tuple[str, ...]) -> str:
 
 
 # Fields written in this order, each only when present: milliseconds as floats, token counts as integers.
-_MS_FIELDS = ("ttfb_ms", "first_event_ms", "ttft_ms", "ttfo_ms", "e2e_ms", "tpot_ms")
+_MS_FIELDS = TIMING_FIELDS
 _TOKEN_FIELDS = (
     "prompt_tokens",
     "completion_tokens",
@@ -229,6 +232,8 @@ def request_line(record: RequestRecord, run_id: str = "", worker: str = "") -> s
         add(f"http_status={int(r.http_status)}i")
     if r.finish_reason is not None:
         add(f"finish_reason={quote_str(str(r.finish_reason))}")
+    if r.usage_source is not None:
+        add(f"usage_source={quote_str(r.usage_source)}")
     if r.request_id:
         add(f"request_id={quote_str(str(r.request_id))}")
     if r.server_request_id is not None:

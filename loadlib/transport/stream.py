@@ -66,6 +66,7 @@ class StreamOutcome:
     ttfo_ms: float | None = None
     e2e_ms: float | None = None
     output_stamps_ms: array = field(default_factory=lambda: array("d"))
+    streamed: bool = False  # the body was an event stream (a stream tail exists)
     events: int = 0
     response_bytes: int = 0
     result: StreamResult | None = None
@@ -282,6 +283,7 @@ def _read_error(out: StreamOutcome, conn: Connection, resp: Response, adapter: A
 def _read_stream(
     out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline, hook: FirstOutput | None
 ) -> None:
+    out.streamed = True
     parser = adapter.new_parser()
     decoder = SSEDecoder(conn.limits.line, conn.limits.event)
     try:

@@ -101,6 +101,8 @@ METRICS: dict[str, Metric] = {
         _latency("ttft"),
         _latency("ttfo"),
         _latency("tpot"),
+        _latency("stream_tpot"),
+        _latency("stream_tail"),
         _latency("itl", noun="inter-token gaps"),
         _latency("e2e"),
         _latency("ttfb", SIDE_AGGREGATES),

@@ -56,6 +56,8 @@ def make_record(i: int, run_id: str, worker: str, base_ns: int) -> RequestRecord
         e2e_ms=500.0 + i % 300 if ok else 30.0,
         itl_ms=(5.0, 6.0, 7.0 + i % 5) if ok else (),
         tpot_ms=6.5 if ok else None,
+        stream_tpot_ms=6.0 if ok else None,
+        stream_tail_ms=0.5 + i % 3 if ok else None,
         output_events=40 if ok else 0,
         prompt_tokens=100 + i % 13 if ok else None,
         completion_tokens=40 if ok else None,
@@ -65,6 +67,7 @@ def make_record(i: int, run_id: str, worker: str, base_ns: int) -> RequestRecord
         status=status,
         http_status=200 if ok else (429 if status is ErrorClass.RATE_LIMITED else 200),
         finish_reason="stop" if ok else None,
+        usage_source="stream" if ok else None,
         error_message=None if ok else "redacted",
     )
 

@@ -176,6 +176,8 @@ def records(run_id: str, n: int, start_ns: int) -> list[RequestRecord]:
                 e2e_ms=900.0 + i % 400 if ok else 120.0,
                 itl_ms=(8.0, 9.0, 10.0 + i % 3) if ok else (),
                 tpot_ms=9.0 + (i % 7) / 10 if ok else None,
+                stream_tpot_ms=8.5 + (i % 5) / 10 if ok else None,
+                stream_tail_ms=0.2 + i % 3 if ok else None,
                 output_events=50 if ok else 0,
                 prompt_tokens=200 + i % 50 if ok else None,
                 completion_tokens=64 if ok else None,

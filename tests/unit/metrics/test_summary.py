@@ -33,6 +33,9 @@ def known_stats() -> LLMStats:
                 ttfb_ms=ttft - 20.0,
                 e2e_ms=ttft + 900.0,
                 tpot_ms=900.0 / 99,
+                stream_tpot_ms=9.0,
+                stream_tail_ms=9.0,
+                output_events=100,
                 itl_ms=(9.0,) * 99,
                 completion_tokens=100,
                 completion_tokens_est=130,
@@ -64,12 +67,12 @@ def ok_verdict() -> Verdict:
 
 
 GOLDEN = """\
-LLM summary of run demo-1 (10.0 s); latencies in ms
-name              reqs  errs  TTFT p50   p95   p99  E2E p50    p95    p99  TPOT p50  tok/s  cost $
-chat @ mock          5     1       200   400   400     1101   1300   1300       9.1   40.0  0.0040
-summarise @ mock     1     0      2000  2000  2000    12000  12000  12000         -   50.0       -
---------------------------------------------------------------------------------------------------
-Aggregated           6     1       300  2000  2000     1201  12000  12000       9.1   90.0  0.0040
+LLM summary of run demo-1 (10.0 s); latencies in ms (stream: TPOT from the events alone; tail: last token to stream end)
+name              reqs  errs  TTFT p50   p95   p99  E2E p50    p95    p99  TPOT p50  stream  tail  tok/s  cost $
+chat @ mock          5     1       200   400   400     1101   1300   1300       9.1     9.0   9.0   40.0  0.0040
+summarise @ mock     1     0      2000  2000  2000    12000  12000  12000         -       -     -   50.0       -
+----------------------------------------------------------------------------------------------------------------
+Aggregated           6     1       300  2000  2000     1201  12000  12000       9.1     9.0   9.0   90.0  0.0040
 errors by class, chat @ mock: rate_limited 1
 cost excludes 1 request of models missing from the price table
 open loop, summarise @ mock: schedule lag p50 12.5 p99 12.5 ms; E2E from intended send p50/p95/p99 12012/12012/12012 ms
@@ -127,14 +130,14 @@ def test_empty_stats_render_dashes() -> None:
     assert summary["client_saturated"] is None
     lines = text.splitlines()
     assert lines[-1] == "client: not checked (no loop-lag samples)"
-    assert cells(lines[-2]) == ["Aggregated", "0", "0", "-", "-", "-", "-", "-", "-", "-", "-", "-"]
+    assert cells(lines[-2]) == ["Aggregated", "0", "0", *["-"] * 11]
 
 
 def test_missing_and_none_fields_render_without_crashing() -> None:
     assert render_table({}).splitlines()[-1] == "client: not checked (no loop-lag samples)"
     row = {"name": "x @ y", "count": None, "latency_ms": {"ttft": None, "e2e": {"p50": None}}, "errors": None}
     text = render_table({"rows": [row, None], "total": None, "client": {"saturated": False}})
-    assert cells(text.splitlines()[2]) == ["x @ y"] + ["-"] * 11
+    assert cells(text.splitlines()[2]) == ["x @ y"] + ["-"] * 13
     assert "client OK: loop lag p99 - ms, CPU p90 - %" in text
 
 
