@@ -347,6 +347,15 @@ OPTIONS: tuple[Option, ...] = (
         0.7,
         "Billed/sent prompt tokens below this ratio count as silent truncation.",
     ),
+    _o(
+        "--doc-canary",
+        DOC,
+        "on",
+        "Whole and probe modes: end each document with a reference code the model is asked to quote first; an "
+        "answer without it means the end of the document never reached the model, whatever the usage says. Turn it "
+        "off for a model that will not quote it.",
+        choices=("on", "off"),
+    ),
     _o("--doc-probe-max", DOC, 256000, "Probe mode: largest prompt to try, tokens."),
     _o("--doc-probe-resolution", DOC, 1000, "Probe mode: precision of the limit, tokens."),
     _o("--doc-data-file", DOC, "", "JSONL of documents instead of generated ones.", web_ui=False),

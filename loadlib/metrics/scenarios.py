@@ -98,6 +98,11 @@ def document_outcome(r: ScenarioResults, mode: str, outcome: str) -> None:
     r.count(key("long_document", mode, outcome))
 
 
+def document_checks(r: ScenarioResults, mode: str, canary: str | None, billing: str | None) -> None:
+    """What each truncation check said of one answered request (None: that check could not tell)."""
+    r.count(key("long_document", "checks", mode, canary or "none", billing or "none"))
+
+
 def chunked_document(
     r: ScenarioResults, document_tokens: int, chunk_tokens: int, prompt_tokens: int, chunks: int, ok: bool
 ) -> None:
@@ -220,6 +225,9 @@ def _long_document(r: ScenarioResults) -> dict[str, Any] | None:
             "prompt_tokens_sent": prompt,
             "prompt_overhead_pct": round((prompt - doc) / doc * 100.0, 3) if doc else None,
         }
+    checks = _select(r, "long_document", "checks")
+    if checks:
+        out["checks"] = _truncation_checks(checks)
     probe = _select(r, "long_document", "probe_step")
     if probe:
         steps: dict[int, dict[str, int]] = {}
@@ -236,6 +244,45 @@ def _long_document(r: ScenarioResults) -> dict[str, Any] | None:
             "largest_billed": int(billed.max) if (billed := _hist(r, "long_document", "probe_billed")).count else None,
         }
     return out or None
+
+
+_DISAGREE = (("quoted", "truncated"), ("missing", "fits"))
+
+
+def _truncation_checks(checks: dict[tuple[str, ...], int]) -> dict[str, Any]:
+    """Both checks' counts over answered requests, which one decided how often, and where they disagreed."""
+    canary = {"quoted": 0, "missing": 0}
+    billing = {"fits": 0, "truncated": 0, "unverified": 0}
+    decided = {"canary": 0, "billing": 0}
+    disagree = 0
+    for (_, seen, billed), n in checks.items():
+        if seen in canary:
+            canary[seen] += n
+            decided["canary"] += n
+        elif billed in ("fits", "truncated"):
+            decided["billing"] += n
+        if billed in billing:
+            billing[billed] += n
+        disagree += n if (seen, billed) in _DISAGREE else 0
+    return {"canary": canary, "billing": billing, "decided_by": decided, "disagree": disagree}
+
+
+def _checks_line(c: dict[str, Any]) -> str:
+    canary, billing, decided = c["canary"], c["billing"], c["decided_by"]
+    line = (
+        f"long_document truncation checks: canary quoted {_n(canary['quoted'])}, missing {_n(canary['missing'])}; "
+        f"billing fits {_n(billing['fits'])}, truncated {_n(billing['truncated'])}, "
+        f"no usage {_n(billing['unverified'])}; decided by the canary on {_n(decided['canary'])} requests, by "
+        f"billing on {_n(decided['billing'])}"
+    )
+    if c["disagree"]:
+        line += (
+            f"; the two disagree on {_n(c['disagree'])} (the usage is not what the backend processed: a gateway "
+            "counting for itself?)"
+        )
+    if canary["missing"] and not canary["quoted"] and billing["fits"]:
+        line += "; if the model never quotes reference codes, turn the content check off: --doc-canary off"
+    return line
 
 
 def _compliance(r: ScenarioResults) -> dict[str, Any] | None:
@@ -325,6 +372,8 @@ def render_scenarios(summary: dict[str, Any]) -> str:
         whole = doc.get("whole")
         if whole:
             out.append("long_document (whole): " + ", ".join(f"{k} {_n(v)}" for k, v in whole.items()))
+        if doc.get("checks"):
+            out.append(_checks_line(doc["checks"]))
         ch = doc.get("chunked")
         if ch:
             out.append(

@@ -18,13 +18,14 @@ from __future__ import annotations
 from locust import task
 from locust.exception import StopUser
 
+import dataclasses
 import itertools
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from loadlib import data
-from loadlib.data import Document
+from loadlib.data import Document, canary
 from loadlib.data.long_document import document_text
 from loadlib.errors import ConfigError
 from loadlib.locust.user import Reply
@@ -32,7 +33,17 @@ from loadlib.metrics import scenarios as results
 from loadlib.options import DOC_MODES
 from loadlib.records import tokens
 from loadlib.scenarios.base import ScenarioSpec, ScenarioUser, parse_ints, positive, prompt_tokens
-from loadlib.scenarios.documents import FITS, Chunked, chunk_bounds, chunk_document, outcome_of, truncation_check
+from loadlib.scenarios.documents import (
+    FITS,
+    Chunked,
+    billing_verdict,
+    canary_verdict,
+    chunk_bounds,
+    chunk_document,
+    document_check,
+    outcome_of,
+    truncation_check,
+)
 
 log = logging.getLogger("loadlib.scenarios")
 NAME = "long_document"
@@ -59,6 +70,7 @@ REDUCE_ASK = "Combine the part summaries above into the final summary of the who
 class DocContext:
     mode: str
     documents: tuple[Document, ...]
+    codes: tuple[str | None, ...]  # each document's canary (None: --doc-canary off, or chunked mode)
     chunked: tuple[Chunked, ...]
     probe_ids: tuple[int, ...]  # token ids of the probe document
     max_tokens: int
@@ -66,6 +78,7 @@ class DocContext:
     probe_max: int
     probe_resolution: int
     instruction_tokens: dict[str, int]
+    canary: bool
 
 
 def _signature(opts: Any) -> tuple[Any, ...]:
@@ -79,6 +92,7 @@ def _signature(opts: Any) -> tuple[Any, ...]:
             "doc_overlap_tokens",
             "doc_max_tokens",
             "doc_truncation_ratio",
+            "doc_canary",
             "doc_probe_max",
             "doc_probe_resolution",
             "doc_data_file",
@@ -102,8 +116,10 @@ def build_context(opts: Any) -> DocContext:
     if not 0 < ratio <= 1:
         raise ConfigError(f"--doc-truncation-ratio must be in (0, 1], got {ratio}")
     docs: tuple[Document, ...] = ()
+    codes: tuple[str | None, ...] = ()
     chunked: tuple[Chunked, ...] = ()
     probe_ids: tuple[int, ...] = ()
+    use_canary = str(getattr(opts, "doc_canary", "on")) == "on"
     if mode == "probe":
         probe_max = positive(int(opts.doc_probe_max), "--doc-probe-max", PROBE_START)
         text = document_text(seed, "contract", 0, probe_max + 1000)
@@ -113,9 +129,12 @@ def build_context(opts: Any) -> DocContext:
         if mode == "chunked":
             chunk_bounds(1, chunk, overlap)  # validates size > overlap
             chunked = tuple(chunk_document(d, chunk, overlap) for d in docs)
+        elif use_canary:
+            docs, codes = zip(*(with_canary(d) for d in docs), strict=True)
     return DocContext(
         mode=mode,
         documents=docs,
+        codes=codes or (None,) * len(docs),
         chunked=chunked,
         probe_ids=probe_ids,
         max_tokens=positive(int(opts.doc_max_tokens), "--doc-max-tokens"),
@@ -127,8 +146,17 @@ def build_context(opts: Any) -> DocContext:
             "map": tokens.count_text(MAP_INSTRUCTION),
             "reduce": tokens.count_text(REDUCE_INSTRUCTION),
             "ask": tokens.count_text(REDUCE_ASK),
+            "canary": tokens.count_text(f" {canary.INSTRUCTION}"),
         },
+        canary=use_canary,
     )
+
+
+def with_canary(doc: Document, key: str | None = None) -> tuple[Document, str]:
+    """The document ending in its reference code, with the code; its token count grows by the code line's."""
+    code = canary.code_for(key or doc.id)
+    text = canary.with_canary(doc.text, code)
+    return dataclasses.replace(doc, text=text, tokens=doc.tokens + tokens.count_text(text[len(doc.text) :])), code
 
 
 def validate(opts: Any) -> None:
@@ -156,13 +184,33 @@ class LongDocumentUser(ScenarioUser):
         self.ctx = self.data()
         self.check = truncation_check(self.ctx.truncation_ratio)
 
-    def _summarise(self, system: str, system_tokens: int, parts: list[tuple[str, int]]) -> tuple[Reply, int]:
+    def _summarise(
+        self, system: str, system_tokens: int, parts: list[tuple[str, int]], code: str | None = None
+    ) -> tuple[Reply, int]:
         """One summary request: the instruction as system message, each part as its own user message (so the
-        prompt estimate is a sum of counts made earlier). Returns the reply and the estimate."""
+        prompt estimate is a sum of counts made earlier). With a canary `code` the model is asked to quote it and
+        the answer is checked for it. Returns the reply and the estimate."""
+        if code is not None:
+            system, system_tokens = (
+                f"{system} {canary.INSTRUCTION}",
+                system_tokens + self.ctx.instruction_tokens["canary"],
+            )
+        check = self.check if code is None else document_check(self.ctx.truncation_ratio, code)
         messages = [{"role": "system", "content": system}] + [{"role": "user", "content": t} for t, _ in parts]
         estimate = prompt_tokens(("system", system_tokens), *(("user", n) for _, n in parts))
-        reply = self.chat(messages, prompt_tokens_est=estimate, max_tokens=self.ctx.max_tokens, check=self.check)
+        reply = self.chat(messages, prompt_tokens_est=estimate, max_tokens=self.ctx.max_tokens, check=check)
         return reply, estimate
+
+    def _whole(self, doc: Document, code: str | None, mode: str) -> tuple[str, Reply, int]:
+        """Summarise a whole document (or probe prefix); record what both truncation checks said."""
+        reply, estimate = self._summarise(
+            SUMMARY_INSTRUCTION, self.ctx.instruction_tokens["summary"], [(doc.text, doc.tokens)], code
+        )
+        seen = canary_verdict(reply.result, code)
+        billed = billing_verdict(reply.record, self.ctx.truncation_ratio)
+        if seen is not None or billed is not None:
+            results.document_checks(self.found, mode, seen, billed)
+        return outcome_of(reply.record, seen), reply, estimate
 
     @task
     def summarise(self) -> None:
@@ -172,11 +220,9 @@ class LongDocumentUser(ScenarioUser):
         elif mode == "chunked":
             self._chunked(self.ctx.chunked[next(LongDocumentUser._documents) % len(self.ctx.chunked)])
         else:
-            doc = self.ctx.documents[next(LongDocumentUser._documents) % len(self.ctx.documents)]
-            reply, _ = self._summarise(
-                SUMMARY_INSTRUCTION, self.ctx.instruction_tokens["summary"], [(doc.text, doc.tokens)]
-            )
-            results.document_outcome(self.found, "whole", outcome_of(reply.record))
+            i = next(LongDocumentUser._documents) % len(self.ctx.documents)
+            outcome, _, _ = self._whole(self.ctx.documents[i], self.ctx.codes[i], "whole")
+            results.document_outcome(self.found, "whole", outcome)
 
     def _chunked(self, item: Chunked) -> None:
         ctx = self.ctx
@@ -201,11 +247,13 @@ class LongDocumentUser(ScenarioUser):
         results.chunked_document(self.found, item.document.tokens, chunk_tokens, sent, len(item.chunks), ok)
 
     def _probe_once(self, n: int) -> str:
-        """One probe request with the first `n` tokens of the probe document; records the prompt size sent."""
-        ids = self.ctx.probe_ids
-        text = tokens.get_encoding().decode_bytes(list(ids[:n])).decode("utf-8", "ignore")
-        reply, estimate = self._summarise(SUMMARY_INSTRUCTION, self.ctx.instruction_tokens["summary"], [(text, n)])
-        outcome = outcome_of(reply.record)
+        """One probe request with the first `n` tokens of the probe document (and its canary line); records the
+        prompt size sent."""
+        text = tokens.get_encoding().decode_bytes(list(self.ctx.probe_ids[:n])).decode("utf-8", "ignore")
+        doc, code = Document(f"probe-{n}", "contract", "probe", text, n), None
+        if self.ctx.canary:
+            doc, code = with_canary(doc)
+        outcome, reply, estimate = self._whole(doc, code, "probe")
         results.probe_step(self.found, estimate, outcome, reply.record.prompt_tokens)
         return outcome
 

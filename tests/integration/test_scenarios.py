@@ -101,6 +101,9 @@ def test_whole_documents_context_length_exceeded(tmp_path: Path, cache: Path) ->
     assert whole["fits"] > 0 and whole["context_length_exceeded"] > 0 and whole["truncated"] == 0
     assert row(s, "long_document")["errors"] == {"context_length_exceeded": whole["context_length_exceeded"]}
     assert "long_document (whole): fits" in s["_stdout"]
+    checks = s["scenarios"]["long_document"]["checks"]
+    assert checks["canary"] == {"quoted": whole["fits"], "missing": 0}, "a faithful server is not flagged"
+    assert checks["disagree"] == 0
 
 
 def test_whole_documents_silent_truncation(tmp_path: Path, cache: Path) -> None:
@@ -109,6 +112,20 @@ def test_whole_documents_silent_truncation(tmp_path: Path, cache: Path) -> None:
     whole = s["scenarios"]["long_document"]["whole"]
     assert whole["fits"] > 0 and whole["truncated"] > 0 and whole["context_length_exceeded"] == 0
     assert row(s, "long_document")["errors"] == {"truncated": whole["truncated"]}
+
+
+def test_truncation_behind_a_gateway_is_caught_by_the_canary(tmp_path: Path, cache: Path) -> None:
+    """A backend keeping 6,000 tokens behind a gateway that reports the prompt as sent: billing says every document
+    fits; the canary, missing from the answers to the 16K documents, says they were truncated and decides."""
+    mock = "truncate_to=6000,usage_prompt=sent,ttft_ms=5,itl_ms=1"
+    s = scenario(tmp_path, cache, "long_document", "--doc-tokens", "4000,16000", "--llm-mock", mock)
+    whole = s["scenarios"]["long_document"]["whole"]
+    checks = s["scenarios"]["long_document"]["checks"]
+    assert whole["fits"] > 0 and whole["truncated"] > 0
+    assert checks["billing"]["truncated"] == 0 and checks["billing"]["fits"] == whole["fits"] + whole["truncated"]
+    assert checks["canary"] == {"quoted": whole["fits"], "missing": whole["truncated"]}
+    assert checks["disagree"] == whole["truncated"] and checks["decided_by"]["billing"] == 0
+    assert "the two disagree on" in s["_stdout"]
 
 
 def test_chunked_summaries_report_the_overlap_overhead(tmp_path: Path, cache: Path) -> None:
@@ -165,7 +182,7 @@ def test_context_probe_finds_the_real_limit(tmp_path: Path, cache: Path, mock: s
         assert fit <= 20000 < fail
     else:
         assert probe["largest_billed"] == 12000, "the server never bills more than it keeps"
-        assert fit < 12000 / 0.7 + 100 and fail > 12000
+        assert fit <= 12000 < fail, "the canary finds where the server cuts, not where billing falls under 70 %"
     assert "long_document (probe)" in s["_stdout"]
 
 
