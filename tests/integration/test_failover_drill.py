@@ -1,5 +1,5 @@
 """A failover drill end to end: two real mock processes, a real master with two real workers and a real influxd.
-The primary returns 503 from t=20 s for 20 s; the breakers open, traffic moves to the secondary, fails back after the
+The primary returns 503 from t=8 s for 12 s; the breakers open, traffic moves to the secondary, fails back after the
 recovery; detection, failover and failback lie within bounds derived from the configuration below; no request is lost
 from the counts; every dashboard query, failover panels included, returns data from this run."""
 
@@ -20,7 +20,7 @@ from tests.integration.locust_runs import load, run_distributed
 pytestmark = pytest.mark.integration
 DB = "locust"
 USERS, WORKERS, RATE = 20, 2, 2.0  # users ask RATE times a second (locustfiles/failover_drill.py)
-AT_S, FOR_S, RUN_S = 20, 20, 50
+AT_S, FOR_S, RUN_S = 8, 12, 28
 PRIMARY = MockConfig(ttft_ms=60, itl_ms=8, output_tokens=32)
 SECONDARY = MockConfig(ttft_ms=150, itl_ms=12, output_tokens=32)
 FAILURES, COOLDOWN_S, PROBES = 5, 5.0, 2
