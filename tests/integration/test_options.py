@@ -41,6 +41,7 @@ def samples(tmp: Path) -> dict[str, str]:
         "chat_sweep": "100,200",
         "doc_mode": "chunked",
         "doc_tokens": "4000",
+        "doc_canary": "off",
         "audit_file": str(tmp / "audit.jsonl"),
         "influx_api": "v1",
         "influx_db": "db",
