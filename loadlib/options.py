@@ -401,6 +401,14 @@ OPTIONS: tuple[Option, ...] = (
         web_ui=False,
     ),
     _o("--influx-batch", INFLUX, 5000, "Points per write request.", web_ui=False),
+    _o(
+        "--llm-grafana-url",
+        INFLUX,
+        "",
+        "Grafana's base URL (e.g. http://localhost:3000): the web UI's LLM charts link to the overview dashboard "
+        "filtered to this run.",
+        web_ui=False,
+    ),
     _o("--influx-flush-interval", INFLUX, 1.0, "Seconds between flushes.", web_ui=False),
     _o(
         "--influx-close-timeout",

@@ -16,6 +16,7 @@ from loadlib.metrics.histogram import Histogram
 from loadlib.metrics.saturation import SaturationThresholds, saturation_verdict
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table
+from loadlib.metrics.timeline import Timeline
 from loadlib.outputs.records import open_export
 from loadlib.records.record import RequestRecord
 from loadlib.settings import RunSettings
@@ -106,13 +107,29 @@ class StatsPart(MergedPart):
     def __init__(self) -> None:
         self.stats = LLMStats()
         self.slo: RequestSLO | None = None
+        self.timeline: Timeline | None = None  # the web UI's charts, on the master or a local run
         super().__init__(self.stats)
 
     def start(self, ctx: Node) -> None:
         self.slo = parse_request_slo(getattr(ctx.options, "llm_request_slo", ""))
+        if not ctx.is_worker and self.timeline is None:
+            self.timeline = Timeline(ctx.user_count)
 
     def add(self, record: RequestRecord) -> None:
-        self.stats.add(record, self.slo is not None and self.slo.meets(record))
+        good = self.slo is not None and self.slo.meets(record)
+        self.stats.add(record, good)
+        if self.timeline is not None:
+            self.timeline.add_record(record, good)
+
+    def merge(self, data: Any, worker: str) -> None:
+        self.stats.merge_serialized(data)
+        if self.timeline is not None:
+            self.timeline.add_serialized(data)
+
+    def reset(self) -> None:
+        self.stats.reset()
+        if self.timeline is not None:
+            self.timeline.reset()
 
     def summarize(self, summary: dict[str, Any]) -> None:
         text = self.slo.text if self.slo is not None else ""
@@ -130,6 +147,7 @@ class HealthPart(NodePart):
     def __init__(self) -> None:
         self.loop_lag = Histogram()
         self.cpu = Histogram()
+        self.by_worker: dict[str, tuple[Histogram, Histogram]] = {}  # (loop lag, CPU) of each worker, for the UI
         self.sampler: HealthSampler | None = None
         self.thresholds = SaturationThresholds()
 
@@ -147,12 +165,17 @@ class HealthPart(NodePart):
         return self.sampler.take() if self.sampler is not None else None
 
     def merge(self, data: Any, worker: str) -> None:
-        self.loop_lag.merge(Histogram.from_dict(data["loop_lag_ms"]))
-        self.cpu.merge(Histogram.from_dict(data["cpu_percent"]))
+        lag, cpu = Histogram.from_dict(data["loop_lag_ms"]), Histogram.from_dict(data["cpu_percent"])
+        self.loop_lag.merge(lag)
+        self.cpu.merge(cpu)
+        mine = self.by_worker.setdefault(worker, (Histogram(), Histogram()))
+        mine[0].merge(lag)
+        mine[1].merge(cpu)
 
     def reset(self) -> None:
         self.loop_lag = Histogram()
         self.cpu = Histogram()
+        self.by_worker = {}
 
     def summarize(self, summary: dict[str, Any]) -> None:
         if self.sampler is not None:  # a local run folds in its own latest samples
@@ -163,6 +186,11 @@ class HealthPart(NodePart):
             verdict = saturation_verdict(self.loop_lag, self.cpu, self.thresholds, itl.get("p50"))
         summary["client_saturated"] = verdict.saturated if verdict is not None else None
         summary["client"] = verdict.to_dict() if verdict is not None else None
+        summary["clients"] = {
+            worker: saturation_verdict(lag, cpu, self.thresholds, itl.get("p50")).to_dict()
+            for worker, (lag, cpu) in sorted(self.by_worker.items())
+            if lag.count and worker != "local"
+        }
 
     def close(self) -> None:
         if self.sampler is not None:

@@ -13,6 +13,9 @@ from typing import Any
 
 from flask import Response, request
 
+from loadlib.locust.webcharts import install_charts
+from loadlib.locust.weblogin import install_login
+
 TAB_KEY = "llm"
 NOTES_KEY = "llm_notes"
 EVENTS_KEY = "llm_events"
@@ -112,7 +115,9 @@ def install_tab(environment: Any, ctx: Any) -> None:
         {"key": EVENTS_KEY, "structure": [{"key": k, "title": t} for k, t in EVENT_COLUMNS]},
     ]
     web_ui.template_args["extended_csv_files"] = [{"href": "/llm/csv", "title": "Download LLM statistics CSV"}]
-    app = web_ui.app
+    app, protect = web_ui.app, web_ui.auth_required_if_enabled
+    install_login(web_ui)
+    install_charts(web_ui, ctx)
 
     @app.after_request
     def _add_llm_stats(response: Response) -> Response:
@@ -132,10 +137,12 @@ def install_tab(environment: Any, ctx: Any) -> None:
         return response
 
     @app.route("/llm/summary.json")
+    @protect
     def _llm_summary() -> Response:
         return Response(ctx.redact(json.dumps(ctx.summary(), default=str)), mimetype="application/json")
 
     @app.route("/llm/csv")
+    @protect
     def _llm_csv() -> Response:
         buf = io.StringIO()
         writer = csv.writer(buf)

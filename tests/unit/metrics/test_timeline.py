@@ -1,0 +1,99 @@
+"""The web UI's chart series (loadlib/metrics/timeline.py): buckets, the live point, coarsening, resets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from loadlib.errors import ErrorClass
+from loadlib.metrics.stats import LLMStats
+from loadlib.metrics.timeline import Point, Timeline, coarsen, merge_points
+from tests.support.records import make_record
+
+
+class Clock:
+    def __init__(self, t: float = 1000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def rec(**kw: Any):
+    return make_record(**{"ttft_ms": 100.0, "tpot_ms": 10.0, "completion_tokens": 20, **kw})
+
+
+def test_records_fall_into_two_second_buckets_and_the_open_one_is_live() -> None:
+    clock = Clock(1000.5)
+    tl = Timeline(lambda: 7, clock=clock)
+    tl.add_record(rec(ttft_ms=100.0))
+    tl.add_record(rec(ttft_ms=300.0, status=ErrorClass.RATE_LIMITED))
+    clock.t = 1002.1
+    tl.add_record(rec(ttft_ms=200.0))
+    clock.t = 1003.1
+    feed = tl.feed()
+    total = feed["series"]["Aggregated"]
+    assert feed["step_s"] == 2.0 and total["t"] == [1000.0, 1002.0]
+    assert total["requests"] == [2, 1] and total["ok"] == [1, 1]
+    assert total["errors"] == {"rate_limited": [1, 0]}
+    assert total["ttft_p50"][1] == pytest.approx(200.0, rel=1e-3)
+    assert total["tokens_per_s"] == [pytest.approx(40 / 2), pytest.approx(20 / 1.1, rel=1e-3)], "live: over its age"
+    assert total["users"] == [7, 7]
+    assert set(feed["series"]) == {"Aggregated", "chat @ mock"}
+
+
+def test_worker_reports_are_merged_into_the_bucket_they_arrive_in() -> None:
+    clock = Clock(50.0)
+    tl = Timeline(clock=clock)
+    worker = LLMStats()
+    for _ in range(3):
+        worker.add(rec())
+    tl.add_serialized(worker.serialize())
+    assert sum(tl.feed()["series"]["Aggregated"]["requests"]) == 3
+
+
+def test_the_points_add_up_to_the_statistics() -> None:
+    clock = Clock(0.0)
+    tl, stats = Timeline(clock=clock), LLMStats()
+    for i in range(50):
+        clock.t = i * 0.7
+        r = rec(status=ErrorClass.OK if i % 5 else ErrorClass.HTTP_5XX)
+        tl.add_record(r)
+        stats.add(r)
+    total = tl.feed()["series"]["Aggregated"]
+    assert sum(total["requests"]) == stats.total.requests == 50
+    assert sum(total["errors"]["http_5xx"]) == stats.total.errors["http_5xx"]
+    assert sum(total["completion_tokens"]) == stats.total.completion_tokens_total
+
+
+def test_memory_is_bounded_by_coarsening() -> None:
+    clock = Clock(0.0)
+    tl = Timeline(clock=clock, max_points=10)
+    for i in range(100):
+        clock.t = i * 2.0
+        tl.add_record(rec())
+    feed = tl.feed()
+    total = feed["series"]["Aggregated"]
+    assert len(total["t"]) <= 11 and feed["step_s"] >= 16.0
+    assert sum(total["requests"]) == 100, "coarsening keeps every count"
+
+
+def test_merge_weights_percentiles_by_successes() -> None:
+    a = Point(0.0, 2.0, 4, 3, 10, {"http_5xx": 1}, ttft_p50=100.0)
+    b = Point(2.0, 2.0, 1, 1, 5, {}, ttft_p50=200.0, users=3)
+    m = merge_points(a, b, 0.0, 4.0)
+    assert (m.requests, m.ok, m.completion_tokens, m.errors, m.users) == (5, 4, 15, {"http_5xx": 1}, 3)
+    assert m.ttft_p50 == pytest.approx(125.0)
+    assert [p.t for p in coarsen([a, b, Point(4.0, 2.0, 1, 1, 1)], 2.0)] == [0.0, 4.0]
+
+
+def test_reset_starts_again_from_nothing() -> None:
+    clock = Clock(10.0)
+    tl = Timeline(clock=clock)
+    tl.add_record(rec())
+    clock.t = 13.0
+    tl.add_record(rec())
+    tl.reset()
+    series = tl.feed()["series"]
+    assert list(series) == ["Aggregated"] and series["Aggregated"]["requests"] == [0], "only the live, empty point"
