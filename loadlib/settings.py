@@ -9,6 +9,8 @@ names the first problem.
 from __future__ import annotations
 
 import itertools
+import secrets
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +101,19 @@ def pool_data(options: Any) -> Any:
     return data
 
 
+def new_run_id() -> str:
+    """A run id when none was given: the start time and four random hex digits (20261201-044521-3bb0)."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def _keep_mock_identity(options: Any, host: str) -> None:
+    """The web UI's start form sends every custom field, empty ones included, so the embedded mock's endpoint name and
+    its "no key" (set when it started) can come back empty: a run that targets the mock's own URL gets them again."""
+    if host and host == getattr(options, "llm_mock_base", None):
+        options.llm_api_key_env = options.llm_api_key_env or NO_KEY
+        options.llm_endpoint_name = options.llm_endpoint_name or "mock"
+
+
 def resolve_pool(options: Any, endpoint: Endpoint | None, data: Any = None) -> PoolConfig:
     """The run's pool: from its configuration, or the single endpoint as a pool of one; command-line options on top."""
     pool = parse_pool(data, options.llm_pool or "the locustfile's pool") if data is not None else None
@@ -133,6 +148,7 @@ def make_target(spec: EndpointSpec, url: str | None, run: Target, require_key: b
 
 def build_settings(options: Any, host: str, worker_id: str, require_key: bool = True) -> RunSettings:
     """Validate the options and resolve them into a node's settings; ConfigError (one line) on the first problem."""
+    _keep_mock_identity(options, host)
     data = pool_data(options)
     endpoint = endpoint_from_options(options, host, require_key=require_key) if data is None else None
     pool = resolve_pool(options, endpoint, data)

@@ -31,7 +31,7 @@ from loadlib.metrics import scenarios as found
 from loadlib.pacing import ArrivalSchedule, worker_rate
 from loadlib.records.record import RequestRecord
 from loadlib.redact import Redactor
-from loadlib.settings import RunSettings, build_settings
+from loadlib.settings import RunSettings, build_settings, new_run_id
 
 SUMMARY_SCHEMA = "loadlib-summary/1"  # schemas/summary-v1.schema.json
 _CONTEXTS: weakref.WeakKeyDictionary[Any, RunContext] = weakref.WeakKeyDictionary()
@@ -128,6 +128,8 @@ class RunContext:
     def start(self) -> None:
         """Test start: resolve the settings (load nodes), then start every part."""
         self.started_at, self.stopped_at = time.time(), None
+        if not self.is_worker and not self.options.run_id:
+            self.options.run_id = new_run_id()  # the web UI's form sends an empty one: each swarm is a new run
         self.fatal = FatalStop(float(getattr(self.options, "llm_stop_on_fatal_s", 0.0) or 0.0))
         if self.generates_load:
             self.settings = build_settings(self.options, self.environment.host, self.worker_id())

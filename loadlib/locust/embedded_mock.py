@@ -20,6 +20,7 @@ def start_embedded_mock(environment: Any) -> Any:
     mock = start_subprocess(mock_config(opts.llm_mock))
     base = mock.url if opts.llm_provider == "anthropic" else mock.url + "/v1"
     environment.host = base
+    opts.llm_mock_base = base  # travels with the options: a node that targets this URL targets the mock
     if not opts.llm_api_key_env:
         opts.llm_api_key_env = NO_KEY
     if not opts.llm_endpoint_name:

@@ -13,7 +13,6 @@ import argparse
 import gc
 import logging
 import os
-import secrets
 import sys
 import time
 import weakref
@@ -30,12 +29,13 @@ from loadlib.locust.context import RunContext, context
 from loadlib.locust.drills import DRILL_MESSAGE, DrillDriver, mock_base_url, start_pool_mocks, stop_mocks
 from loadlib.locust.embedded_mock import start_embedded_mock
 from loadlib.locust.verdict_part import thresholds_from_options
+from loadlib.locust.weblogin import credentials
 from loadlib.outputs.junit import write_junit
 from loadlib.outputs.markdown import append_step_summary, markdown_summary, write_markdown
 from loadlib.outputs.summary import force_exit_code, write_summary
 from loadlib.records import tokens
 from loadlib.redact import install_log_filter
-from loadlib.settings import pool_data, resolve_pool, secrets_of
+from loadlib.settings import new_run_id, pool_data, resolve_pool, secrets_of
 
 log = logging.getLogger("loadlib")
 FATAL_MESSAGE = "loadlib_fatal"
@@ -113,13 +113,15 @@ def _prepare_master_or_local(ctx: RunContext) -> None:
     """Check the run, then start the embedded mock if there is no target: a mistake stops here, before any load."""
     environment, opts = ctx.environment, ctx.options
     if not opts.run_id:
-        opts.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+        opts.run_id = new_run_id()
     host = environment.host or os.environ.get("LLM_BASE_URL", "")
     try:
         data = _pool_source(ctx)
         if data is None and not host and not opts.llm_endpoint_name:
             opts.llm_endpoint_name = "mock"
         notes = check_run(opts, host, pooled=data is not None)
+        if getattr(opts, "web_login", False) and environment.web_ui:
+            credentials()  # a UI that would refuse everyone stops here, in one line
         ctx.pool = checked_pool(opts, host, data)
         thresholds_from_options(opts, ctx.verdicts.slos)
         ctx.scenarios.check(opts, load=not ctx.is_master)
