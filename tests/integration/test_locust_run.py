@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import time
 import urllib.request
 
 import pytest
 
+from loadlib.metrics.histogram import RELATIVE_ERROR
 from loadlib.mock import MockConfig, start_subprocess
 from tests.integration.locust_runs import env, headless, load, locust_cmd, run, run_distributed
 
@@ -34,18 +36,33 @@ def test_headless_demo_targets_the_embedded_mock(tmp_path):
     assert s["client_saturated"] in (True, False), "the saturation verdict is always given"
 
 
-def test_distributed_master_merges_two_workers(tmp_path):
+def test_distributed_run_counts_every_request_once_and_merges_within_precision(tmp_path):
     """A real master and two real worker processes; the master starts the embedded mock and the workers follow it.
-    Every request the mock served is in the merged summary, and percentiles come from merged histograms."""
-    summary, stats = tmp_path / "s.json", tmp_path / "locust"
+    Every request is counted once: in Locust's stats, the merged LLM summary and exactly one worker's records file.
+    The master's percentiles (stream TPOT and tail included) equal the exact nearest-rank percentiles of all the
+    workers' records within the histograms' stated precision."""
+    summary, stats, records = tmp_path / "s.json", tmp_path / "locust", tmp_path / "records-{worker}.jsonl"
+    mock = "ttft_ms=10,ttft_jitter_ms=5,itl_ms=3,itl_jitter_ms=2,terminal_delay_ms=15"
     rc, err, _ = run_distributed(
-        "-u", "8", "-r", "8", "-t", "6s", "--llm-summary", str(summary), "--json-file", str(stats), timeout=90
+        *("-u", "8", "-r", "8", "-t", "5s", "--llm-mock", mock, "--llm-summary", str(summary)),
+        *("--json-file", str(stats), "--llm-records", str(records)),
+        timeout=90,
     )
     assert rc == 0, err[-3000:]
     s = load(summary)
     assert s["total"]["count"] == locust_total(load(str(stats) + ".json")) > 10
     assert s["total"]["errors_total"] == 0
-    assert s["total"]["latency_ms"]["ttft"]["count"] == s["total"]["count"]
+    files = sorted(tmp_path.glob("records-*.jsonl"))
+    assert len(files) == 2
+    recs = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+    assert len(recs) == s["total"]["count"] == len({r["request_id"] for r in recs})
+    lat = s["total"]["latency_ms"]
+    for metric in ("ttft", "e2e", "stream_tpot", "stream_tail"):
+        values = sorted(r[f"{metric}_ms"] for r in recs if r[f"{metric}_ms"] is not None)
+        assert lat[metric]["count"] == len(values) > 20, metric
+        for q in (50, 95, 99):
+            exact = values[max(0, math.ceil(q / 100 * len(values)) - 1)]
+            assert lat[metric][f"p{q}"] == pytest.approx(exact, rel=2 * RELATIVE_ERROR, abs=1e-3), (metric, q)
 
 
 def accuracy_run(tmp_path, users: int) -> tuple[dict, dict, str]:

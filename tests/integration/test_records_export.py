@@ -1,4 +1,5 @@
-"""`--llm-records`: one JSON line per request attempt, from every worker, with the record's fields and no text."""
+"""`--llm-records`: one JSON line per request attempt with the record's fields and no text (the distributed case,
+one file per worker, is in test_locust_run.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 
 import pytest
 
-from tests.integration.locust_runs import headless, load, locust_cmd, run, run_distributed
+from tests.integration.locust_runs import headless, load, locust_cmd, run
 
 pytestmark = pytest.mark.integration
 
@@ -39,14 +40,3 @@ def test_every_request_is_exported_once_without_text(tmp_path):
     assert first["status"] == "ok" and first["ttft_ms"] > 0 and len(first["itl_ms"]) == 7
     assert first["completion_tokens"] == 8 and first["cost_usd"] > 0
     assert "support assistant" not in path.read_text(), "no prompt text"
-
-
-def test_workers_each_export_their_records(tmp_path):
-    summary, records = tmp_path / "s.json", tmp_path / "records-{worker}.jsonl"
-    rc, err, _ = run_distributed(
-        "-u", "4", "-r", "4", "-t", "4s", "--llm-summary", str(summary), "--llm-records", str(records), timeout=90
-    )
-    assert rc == 0, err[-2000:]
-    files = list(tmp_path.glob("records-*.jsonl"))
-    assert len(files) == 2
-    assert sum(len(lines(f)) for f in files) == load(summary)["total"]["count"]
