@@ -100,12 +100,12 @@ def e2e_bounds(recs: list[dict]) -> tuple[float, float]:
 
 def test_flood_run_ends_on_time_in_bounded_memory(hostile, live):
     server = hostile("flood")
-    run = live(*target(server), *headless(2, 10))
+    run = live(*target(server), *headless(2, 6))
     rc, took = finished(run, 60)
     print(
-        f"\nflood -t 10s -u 2: ended {took:.2f} s after 'Ramping to', peak RSS {run.peak_rss / 2**20:.0f} MiB, rc {rc}"
+        f"\nflood -t 6s -u 2: ended {took:.2f} s after 'Ramping to', peak RSS {run.peak_rss / 2**20:.0f} MiB, rc {rc}"
     )
-    assert took <= 10 + END_MARGIN_S
+    assert took <= 6 + END_MARGIN_S
     assert run.peak_rss < RSS_BOUND_MIB << 20
     assert rc in (0, 1), run.stderr[-3000:]
     assert "Traceback" not in run.stderr
@@ -128,7 +128,7 @@ def test_flood_request_ends_at_the_total_limit(hostile, live, tmp_path):
     server = hostile("flood")
     path = tmp_path / "records.jsonl"
     limits = ("--llm-timeout-total", "5", "--llm-max-response-mb", "100000")
-    run = live(*target(server), *headless(2, 12), *limits, "--llm-records", str(path))
+    run = live(*target(server), *headless(2, 8), *limits, "--llm-records", str(path))
     rc, took = finished(run, 60)
     recs = records(path)
     low, high = e2e_bounds(recs) if recs else (0.0, 0.0)
@@ -145,7 +145,7 @@ def test_flood_request_ends_at_the_total_limit(hostile, live, tmp_path):
 def test_endless_line_is_oversized_quickly(hostile, live, tmp_path):
     server = hostile("long-line")
     path = tmp_path / "records.jsonl"
-    run = live(*target(server), *headless(2, 8), "--llm-records", str(path))
+    run = live(*target(server), *headless(2, 5), "--llm-records", str(path))
     rc, _ = finished(run, 60)
     recs = records(path)
     low, high = e2e_bounds(recs) if recs else (0.0, 0.0)
@@ -164,7 +164,7 @@ def test_endless_line_under_raised_caps_ends_at_the_total_limit(hostile, live, t
     server = hostile("long-line", "--rate-mb", str(LINE_RATE_MB))
     path = tmp_path / "records.jsonl"
     caps = ("--llm-max-line-mb", "200", "--llm-max-event-mb", "200", "--llm-timeout-total", "5")
-    run = live(*target(server), *headless(2, 8), *caps, "--llm-records", str(path))
+    run = live(*target(server), *headless(2, 6), *caps, "--llm-records", str(path))
     rc, _ = finished(run, 60)
     recs = records(path)
     low, high = e2e_bounds(recs) if recs else (0.0, 0.0)
@@ -395,7 +395,7 @@ def test_untrusted_certificate_stops_the_run(hostile, live, tmp_path):
 def test_untrusted_certificate_backs_off_when_told_to_go_on(hostile, live, tmp_path):
     server = hostile("slow-ok", "--tls")
     path = tmp_path / "records.jsonl"
-    users, seconds = 2, 8
+    users, seconds = 2, 5
     run = live(*target(server), *headless(users, seconds), "--llm-stop-on-fatal-s", "0", "--llm-records", str(path))
     rc, took = finished(run, 60)
     rate = len(records(path)) / (users * seconds)

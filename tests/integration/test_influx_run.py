@@ -106,10 +106,10 @@ def test_influx_outage_mid_run_loses_nothing_and_does_not_touch_timing(influx, t
     def outage():
         time.sleep(3)
         influx.stop()
-        time.sleep(4)
+        time.sleep(3)
         influx.start()
 
-    duration = 12
+    duration = 9
     summary, wall = run_with_influx(
         influx, tmp_path, users=16, duration_s=duration, mock="ttft_ms=200,itl_ms=10,output_tokens=32", during=outage
     )

@@ -26,8 +26,8 @@ from tests.integration.locust_runs import ROOT, env, free_port, headless, load, 
 
 pytestmark = pytest.mark.integration
 DB = "integrity"
-KILL_AFTER_S = 6.0  # after the last worker connected
-RUN_S = 16
+KILL_AFTER_S = 4.0  # after the last worker connected
+RUN_S = 12
 WRITE_DELAY_S = 2.0
 
 
