@@ -278,6 +278,15 @@ OPTIONS: tuple[Option, ...] = (
         web_ui=False,
     ),
     _o(
+        "--llm-report",
+        OUTPUT,
+        "",
+        "Write the HTML run report (plots, tables, verdict; docs/reports.md) to this file when the run ends, from "
+        "the run's records (--llm-records; without it they go beside the report). A distributed master builds it "
+        "from the workers' files it can see (one machine or a shared volume).",
+        web_ui=False,
+    ),
+    _o(
         "--llm-records",
         OUTPUT,
         "",

@@ -64,6 +64,7 @@ def output_paths(options: Any) -> list[tuple[str, str]]:
         ("--llm-records", options.llm_records),
         ("--llm-junit", getattr(options, "llm_junit", "")),
         ("--llm-markdown", getattr(options, "llm_markdown", "")),
+        ("--llm-report", getattr(options, "llm_report", "")),
         ("--html", getattr(options, "html_file", None)),
     ]
     audit = str(getattr(options, "audit_file", "") or "")

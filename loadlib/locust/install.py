@@ -28,6 +28,7 @@ from loadlib.locust.checks import PLACEHOLDER_HOST, check_output_path, check_out
 from loadlib.locust.context import RunContext, context
 from loadlib.locust.drills import DRILL_MESSAGE, DrillDriver, mock_base_url, start_pool_mocks, stop_mocks
 from loadlib.locust.embedded_mock import start_embedded_mock
+from loadlib.locust.report_out import records_for_report, report_failed, write_report
 from loadlib.locust.verdict_part import thresholds_from_options
 from loadlib.locust.weblogin import credentials
 from loadlib.outputs.junit import write_junit
@@ -119,7 +120,8 @@ def _prepare_master_or_local(ctx: RunContext) -> None:
         data = _pool_source(ctx)
         if data is None and not host and not opts.llm_endpoint_name:
             opts.llm_endpoint_name = "mock"
-        notes = check_run(opts, host, pooled=data is not None)
+        records_note = records_for_report(opts)
+        notes = check_run(opts, host, pooled=data is not None) + ([records_note] if records_note else [])
         if getattr(opts, "web_login", False) and environment.web_ui:
             credentials()  # a UI that would refuse everyone stops here, in one line
         ctx.pool = checked_pool(opts, host, data)
@@ -267,6 +269,10 @@ def on_quit(ctx: RunContext) -> None:
     summary = final if final is not None and final.get("verdict") else ctx.summary()
     print("\n".join(ctx.lines(summary)), flush=True)
     _write_ci_outputs(ctx, summary)
+    problem = write_report(ctx.options, summary, ctx.redact)
+    if problem:
+        report_failed(problem)
+        force_exit_code(2)
     path = ctx.options.llm_summary
     if path:
         problem = write_summary(path, summary, ctx.redact)
