@@ -207,6 +207,7 @@ class RunContext:
             "host": self.environment.host,
             "provider": getattr(opts, "llm_provider", None),
             "model": getattr(opts, "llm_model", None),
+            "models": {spec.name: spec.model for spec in self.pool.endpoints} if self.pool is not None else {},
             "started_at": self.started_at,
             "stopped_at": self.stopped_at,
             "duration_s": round(self.duration_s(), 3),

@@ -9,6 +9,10 @@ the requested model followed by one of "-", ":", "@", "/". So dated snapshots ("
 "claude-sonnet-4-20250514") get their family's price, "gpt-4o-mini" never gets "gpt-4o"'s because it has its own longer
 entry, and "gpt-4.1" never gets "gpt-4"'s because "." is not a separator.
 
+Provenance: a table may say when its prices were last checked (`as_of`, a date) and where each model's price comes
+from (`source`, the provider's pricing page), so a cost figure can say how old and how trustworthy it is. Both are
+optional in a user's file; the bundled table has them.
+
 Cached prompt tokens: OpenAI's usage counts cache reads inside `prompt_tokens` (`cached_included=True`: they are
 subtracted and billed at `cached_input`); Anthropic's `input_tokens` excludes cache reads (`cached_included=False`:
 they are billed on top). The caller passes the numbers as the provider reported them. Cache writes are not modelled."""
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import date, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -28,6 +33,8 @@ from loadlib.errors import ConfigError
 BUNDLED_NAME = "prices.yaml"
 _SEPARATORS = ("-", ":", "@", "/")
 _FIELDS = ("input", "output", "cached_input")
+_ENTRY_KEYS = (*_FIELDS, "source")
+_TOP_KEYS = ("as_of", "models", "aliases")
 _EXAMPLE = "e.g. models: {gpt-4o: {input: 2.50, output: 10.00, cached_input: 1.25}}"
 
 
@@ -41,14 +48,25 @@ class ModelPrice:
 
 
 class PriceTable:
-    """Immutable after construction; shared by every user of a worker."""
+    """Immutable after construction; shared by every user of a worker. `source` names the file (or pool endpoint) the
+    table came from; `as_of` is the day its prices were checked and `sources` each model's pricing page (optional)."""
 
-    def __init__(self, models: dict[str, ModelPrice], aliases: dict[str, str] | None = None, source: str = "") -> None:
+    def __init__(
+        self,
+        models: dict[str, ModelPrice],
+        aliases: dict[str, str] | None = None,
+        source: str = "",
+        *,
+        as_of: date | None = None,
+        sources: dict[str, str] | None = None,
+    ) -> None:
         self.models = {k.lower(): v for k, v in models.items()}
         self.aliases = {k.lower(): v.lower() for k, v in (aliases or {}).items()}
         self.source = source
+        self.as_of = as_of
+        self.sources = {k.lower(): v for k, v in (sources or {}).items()}
         self._by_length = sorted(self.models, key=len, reverse=True)
-        self._cache: dict[str, ModelPrice | None] = {}
+        self._cache: dict[str, str | None] = {}
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> PriceTable:
@@ -78,6 +96,11 @@ class PriceTable:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ConfigError(f"price table {label}: not valid YAML ({_yaml_problem(exc)}); fix the syntax") from None
+        except ValueError as exc:  # PyYAML's date constructor: 2025-13-01 looks like a date but is none
+            raise ConfigError(
+                f"price table {label}: a value written like a date is not a valid date ({exc}); 'as_of' must be "
+                "YYYY-MM-DD"
+            ) from None
         return cls.from_mapping(data, source=label)
 
     @classmethod
@@ -86,15 +109,22 @@ class PriceTable:
         where = f"price table {source}"
         if not isinstance(data, dict) or "models" not in data:
             raise ConfigError(f"{where}: the top level must be a mapping with a 'models' key, {_EXAMPLE}")
-        unknown = sorted(str(k) for k in data if k not in ("models", "aliases"))
+        unknown = sorted(str(k) for k in data if k not in _TOP_KEYS)
         if unknown:
-            raise ConfigError(f"{where}: unknown top-level key {unknown[0]!r}; only 'models' and 'aliases' are allowed")
+            raise ConfigError(
+                f"{where}: unknown top-level key {unknown[0]!r}; only 'as_of', 'models' and 'aliases' are allowed"
+            )
         raw_models = data["models"]
         if not isinstance(raw_models, dict):
             raise ConfigError(f"{where}: 'models' must be a mapping of model name to prices, {_EXAMPLE}")
         models: dict[str, ModelPrice] = {}
+        sources: dict[str, str] = {}
         for name, entry in raw_models.items():
-            models[_name(name, where, "model name")] = _price(str(name), entry, where)
+            key = _name(name, where, "model name")
+            models[key] = _price(str(name), entry, where)
+            url = _source(key, entry, where)
+            if url is not None:
+                sources[key] = url
         raw_aliases = data.get("aliases") or {}
         if not isinstance(raw_aliases, dict):
             raise ConfigError(
@@ -108,21 +138,32 @@ class PriceTable:
             if t.lower() not in lowered:
                 raise ConfigError(f"{where}: alias {a!r} points to {t!r}, which is not under 'models'; add it there")
             aliases[a] = t
-        return cls(models, aliases, source=source)
+        as_of = _as_of(data.get("as_of"), where)
+        return cls(models, aliases, source=source, as_of=as_of, sources=sources)
 
     def price(self, model: str) -> ModelPrice | None:
         """The price entry for a model name as the endpoint reports it, or None."""
+        name = self.priced_name(model)
+        return None if name is None else self.models[name]
+
+    def source_of(self, model: str) -> str | None:
+        """Where the price this model gets comes from (the provider's pricing page), or None when unpriced or
+        not stated."""
+        name = self.priced_name(model)
+        return None if name is None else self.sources.get(name)
+
+    def priced_name(self, model: str) -> str | None:
+        """The table's entry a model name resolves to (lowercase), or None (lookup rules in the module docstring)."""
         key = model.lower()
         if key in self._cache:
             return self._cache[key]
-        found = self.models.get(key)
-        if found is None and key in self.aliases:
-            found = self.models.get(self.aliases[key])
+        found: str | None = key if key in self.models else None
+        if found is None and self.aliases.get(key) in self.models:
+            found = self.aliases[key]
         if found is None:
-            for name in self._by_length:
-                if key.startswith(name) and key[len(name) : len(name) + 1] in _SEPARATORS:
-                    found = self.models[name]
-                    break
+            found = next(
+                (n for n in self._by_length if key.startswith(n) and key[len(n) : len(n) + 1] in _SEPARATORS), None
+            )
         self._cache[key] = found
         return found
 
@@ -160,10 +201,10 @@ def _name(value: Any, where: str, what: str) -> str:
 def _price(name: str, entry: Any, where: str) -> ModelPrice:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: model {name!r} must map to prices like {{input: 2.50, output: 10.00}}")
-    unknown = sorted(str(k) for k in entry if k not in _FIELDS)
+    unknown = sorted(str(k) for k in entry if k not in _ENTRY_KEYS)
     if unknown:
         raise ConfigError(
-            f"{where}: model {name!r} has unknown field {unknown[0]!r}; allowed: input, output, cached_input"
+            f"{where}: model {name!r} has unknown field {unknown[0]!r}; allowed: input, output, cached_input, source"
         )
     values: dict[str, float | None] = {}
     for field_name in _FIELDS:
@@ -180,6 +221,38 @@ def _price(name: str, entry: Any, where: str) -> ModelPrice:
             )
         values[field_name] = float(v)
     return ModelPrice(input=values["input"] or 0.0, output=values["output"] or 0.0, cached_input=values["cached_input"])
+
+
+def _source(name: str, entry: dict[str, Any], where: str) -> str | None:
+    """A model's optional `source`: where its price was read (a pricing page URL)."""
+    value = entry.get("source")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(
+            f"{where}: model {name!r} field 'source' must be the pricing page's URL as text, got {value!r}"
+        )
+    return value.strip()
+
+
+def _as_of(value: Any, where: str) -> date | None:
+    """The optional top-level `as_of`: the day the prices were checked, as YYYY-MM-DD."""
+    if value is None:
+        return None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    parsed = _iso_date(value) if isinstance(value, str) else None
+    if parsed is None:
+        example = "as YYYY-MM-DD, e.g. 2025-06-01"
+        raise ConfigError(f"{where}: 'as_of' must be the date the prices were checked, {example}; got {value!r}")
+    return parsed
+
+
+def _iso_date(text: str) -> date | None:
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        return None
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

@@ -1,7 +1,9 @@
-"""Price table: cost maths, model lookup, and one-line ConfigErrors for every kind of bad file."""
+"""Price table: cost maths, model lookup, provenance (as_of, source), and one-line ConfigErrors for every kind of bad
+file."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,39 @@ def test_bundled_table_loads_and_prices_the_mock_and_real_models() -> None:
     assert t.price("claude-sonnet-4") == ModelPrice(3.0, 15.0, 0.3)
     assert t.price("claude-3-5-haiku") == ModelPrice(0.8, 4.0, 0.08)
     assert t.cost("mock-llm", 1000, 500) == pytest.approx(0.002)
+
+
+def test_bundled_table_is_dated_and_names_a_source_for_every_price() -> None:
+    t = PriceTable.load(None)
+    assert isinstance(t.as_of, date)
+    assert set(t.sources) == set(t.models)
+    real = [m for m in t.models if m != "mock-llm"]
+    assert all(t.sources[m].startswith("https://") for m in real)
+    assert t.source_of("gpt-4o-2024-08-06") == "https://platform.openai.com/docs/pricing"  # by prefix, like price()
+    assert "anthropic" in (t.source_of("claude-sonnet-4-20250514") or "")
+    assert t.source_of("llama-3-70b") is None
+
+
+def test_a_user_file_needs_neither_date_nor_sources(tmp_path: Path) -> None:
+    f = tmp_path / "p.yaml"
+    f.write_text("models:\n  m: {input: 1, output: 2}\n")
+    t = PriceTable.load(f)
+    assert t.as_of is None and t.source_of("m") is None and t.price("m") == ModelPrice(1.0, 2.0)
+    assert PriceTable({"m": ModelPrice(1.0, 2.0)}).as_of is None  # built in code (a pool endpoint's prices)
+
+
+def test_as_of_and_source_are_read(tmp_path: Path) -> None:
+    f = tmp_path / "p.yaml"
+    f.write_text(
+        "as_of: 2025-06-01\nmodels:\n  m: {input: 1, output: 2, source: 'https://example.com/pricing'}\n"
+        "aliases:\n  mine: m\n"
+    )
+    t = PriceTable.load(f)
+    assert t.as_of == date(2025, 6, 1)
+    assert t.source_of("mine") == t.source_of("M-2025") == "https://example.com/pricing"
+    assert t.cost("m", 1000, 1000) == pytest.approx(0.003)  # provenance changes no arithmetic
+    quoted = PriceTable.from_mapping({"as_of": "2025-06-01", "models": {}})
+    assert quoted.as_of == date(2025, 6, 1)
 
 
 def test_cost_maths() -> None:
@@ -104,6 +139,16 @@ BAD_FILES = {
     "negative": ("models: {x: {input: -1, output: 1}}\n", "model 'x' field 'input' must be a non-negative number"),
     "nan": ("models: {x: {input: .nan, output: 1}}\n", "model 'x' field 'input' must be a non-negative number"),
     "typo": ("models: {x: {input: 1, ouput: 1}}\n", "model 'x' has unknown field 'ouput'"),
+    "source-number": ("models: {x: {input: 1, output: 1, source: 5}}\n", "model 'x' field 'source' must be"),
+    "source-empty": ("models: {x: {input: 1, output: 1, source: ''}}\n", "model 'x' field 'source' must be"),
+    "as-of-word": (
+        "as_of: yesterday\nmodels: {}\n",
+        "'as_of' must be the date the prices were checked, as YYYY-MM-DD, e.g. 2025-06-01; got 'yesterday'",
+    ),
+    "as-of-number": ("as_of: 2025\nmodels: {}\n", "'as_of' must be the date"),
+    "as-of-month": ("as_of: 2025-13-01\nmodels: {}\n", "not a valid date (month must be in 1..12); 'as_of' must"),
+    "as-of-time": ("as_of: 2025-06-01 10:00:00\nmodels: {}\n", "'as_of' must be the date"),
+    "as-of-list": ("as_of: [2025-06-01]\nmodels: {}\n", "'as_of' must be the date"),
     "name": ("models: {1.5: {input: 1, output: 1}}\n", "model name 1.5 must be a non-empty string"),
     "aliases-list": ("models: {x: {input: 1, output: 1}}\naliases: [y]\n", "'aliases' must be a mapping"),
     "alias-target": ("models: {x: {input: 1, output: 1}}\naliases: {y: z}\n", "alias 'y' points to 'z'"),

@@ -1,0 +1,122 @@
+"""`python -m loadlib compare A B ... [-o cmp.html] [--markdown cmp.md] [bars]`: which endpoint to pick.
+
+Reads run summaries (--llm-summary), treats every endpoint in them as a candidate, and writes the side-by-side
+comparison, the latency–cost chart with its Pareto front and the verdict against the bars (docs/comparison.md).
+Exit codes: 0 an endpoint is recommended, 1 none passes every bar, 2 bad input (one line on stderr, no traceback).
+This module is the edge: argument parsing, reading and writing files, printing; the rest is pure."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from loadlib.errors import ConfigError
+from loadlib.reports.compare import LATENCIES, Bars, Verdict, assess, decide
+from loadlib.reports.compare_load import CompareInputError, candidates, read_summary, unique_names
+from loadlib.reports.compare_prices import load_pool, load_table, priced
+from loadlib.reports.compare_render import front_text, headline, html_report, markdown_report
+
+DEFAULTS = Bars()
+OFF = ("off", "none")
+
+
+class _UsageError(Exception):
+    """A bad option: argparse's message, kept to one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{message} (see python -m loadlib compare --help)")
+
+
+def compare_main(argv: Sequence[str]) -> int:
+    """Run the comparison. Exit code: 0 an endpoint is recommended, 1 none passes every bar, 2 bad input."""
+    try:
+        args = _parser().parse_args(list(argv))
+        verdict, table_label = _verdict(args)
+        _write(args, verdict, table_label)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except (_UsageError, CompareInputError, ConfigError) as exc:
+        sys.stderr.write(f"compare: {_one_line(str(exc))}\n")
+        return 2
+    except OSError as exc:
+        sys.stderr.write(f"compare: cannot write {exc.filename}: {exc.strerror}\n")
+        return 2
+    return 0 if verdict.recommended else 1
+
+
+def _verdict(args: argparse.Namespace) -> tuple[Verdict, str]:
+    bars = _bars(args)
+    found = unique_names(m for path in args.summaries for m in candidates(read_summary(path), path))
+    table = load_table(args.price_table)
+    pool = load_pool(args.pool)
+    pairs = [priced(m, table, pool, args.pool or "") for m in found]
+    return decide(assess(pairs, bars), bars), table.source
+
+
+def _write(args: argparse.Namespace, v: Verdict, table_label: str) -> None:
+    """The files asked for, then the verdict on stdout; without -o or --markdown, the Markdown goes to stdout."""
+    if not args.output and not args.markdown:
+        sys.stdout.write(markdown_report(v, table_label))
+        return
+    if args.output:
+        Path(args.output).write_text(html_report(v, table_label), encoding="utf-8")
+    if args.markdown:
+        Path(args.markdown).write_text(markdown_report(v, table_label), encoding="utf-8")
+    written = ", ".join(p for p in (args.output, args.markdown) if p)
+    sys.stdout.write(f"{headline(v)}\n{front_text(v)}\nwritten: {written}\n")
+
+
+def _bars(args: argparse.Namespace) -> Bars:
+    context = _bar(args.min_context, "--min-context", int)
+    return Bars(
+        max_latency_ms=_bar(args.max_p95_ms, "--max-p95-ms", float),
+        max_usd_per_1k=_bar(args.max_usd_per_1k, "--max-usd-per-1k", float),
+        min_context=int(context) if context else None,
+        max_error_rate=_bar(args.max_error_rate, "--max-error-rate", float, upper=1.0),
+        latency=args.latency,
+    )
+
+
+def _bar(text: str, flag: str, kind: type, upper: float | None = None) -> float | None:
+    """A bar's value, or None when switched off ("off")."""
+    if text.strip().lower() in OFF:
+        return None
+    try:
+        value = kind(text)
+    except ValueError:
+        raise _UsageError(f"{flag} must be a number or 'off', got {text!r}") from None
+    if value < 0 or value != value or (upper is not None and value > upper):
+        limit = f" between 0 and {upper:g}" if upper is not None else " of 0 or more"
+        raise _UsageError(f"{flag} must be a number{limit}, or 'off'; got {text!r}")
+    return value
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="python -m loadlib compare",
+        description="Compare endpoints measured by loadlib runs: a side-by-side table, the latency-cost Pareto front "
+        "and a verdict against selection bars (docs/comparison.md). Exit 0: an endpoint is recommended; 1: none "
+        "passes every bar; 2: bad input.",
+    )
+    p.add_argument("summaries", nargs="+", metavar="SUMMARY", help="run summary JSON files (--llm-summary)")
+    p.add_argument("-o", "--output", metavar="HTML", help="write the HTML report (with the chart) here")
+    p.add_argument("--markdown", metavar="MD", help="write the Markdown report here")
+    off = "(default %(default)s; 'off' drops the bar)"
+    lat, usd = f"{DEFAULTS.max_latency_ms:g}", f"{DEFAULTS.max_usd_per_1k:g}"
+    p.add_argument("--max-p95-ms", metavar="MS", default=lat, help=f"latency bar: p95 under this {off}")
+    p.add_argument("--max-usd-per-1k", metavar="USD", default=usd, help=f"cost bar: blended $ per 1K tokens {off}")
+    p.add_argument("--min-context", metavar="TOKENS", default=str(DEFAULTS.min_context), help=f"context bar {off}")
+    p.add_argument("--max-error-rate", metavar="FRACTION", default="off", help=f"error bar, e.g. 0.01 {off}")
+    p.add_argument("--latency", choices=LATENCIES, default=DEFAULTS.latency, help="the p95 the bar and chart use")
+    p.add_argument("--price-table", metavar="YAML", help="the price table the runs used (default: the bundled one)")
+    p.add_argument("--pool", metavar="YAML", help="the pool file the run used: each endpoint's model and prices")
+    return p
