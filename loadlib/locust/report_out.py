@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from loadlib.outputs.summary import write_text
-from loadlib.reports.records_in import read_records
-from loadlib.reports.report import build_report
 
 
 def records_for_report(options: Any) -> str | None:
@@ -44,6 +42,9 @@ def write_report(options: Any, summary: dict[str, Any], redact: Any) -> str | No
             f"--llm-report {path}: no records of this run here ({options.llm_records}); build it where the workers "
             "wrote them: python -m loadlib report RECORDS SUMMARY -o REPORT"
         )
+    from loadlib.reports.records_in import read_records  # numpy and matplotlib: only when a report is built
+    from loadlib.reports.report import build_report
+
     records = read_records(Path(f) for f in files)
     problem = write_text(path, redact(build_report(records, summary, files)), "run report")
     if problem is None:
