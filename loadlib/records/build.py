@@ -54,7 +54,6 @@ def build_record(
         cost = prices.cost(model, in_tokens, out_tokens, cached, cached_included=provider != "anthropic")
     stamps = outcome.output_stamps_ms
     status = outcome.status
-    ok = status is ErrorClass.OK
     return RequestRecord(
         run_id=run_id,
         scenario=scenario,
@@ -75,9 +74,7 @@ def build_record(
         ttfo_ms=outcome.ttfo_ms,
         e2e_ms=outcome.e2e_ms,
         itl_ms=gaps_ms(stamps),
-        tpot_ms=tpot_ms(outcome.e2e_ms, outcome.ttft_ms, out_tokens) if ok and len(stamps) > 1 else None,
-        stream_tpot_ms=stream_tpot_ms(stamps) if ok else None,
-        stream_tail_ms=stream_tail_ms(stamps, outcome.e2e_ms) if ok and outcome.streamed else None,
+        **_per_token(outcome, out_tokens),
         output_events=len(stamps),
         intended_send_ms=intended_send_ms,
         schedule_lag_ms=schedule_lag_ms,
@@ -98,6 +95,16 @@ def build_record(
         ratelimit=redact.mapping(outcome.headers),
         response_bytes=outcome.response_bytes,
     )
+
+
+def _per_token(outcome: StreamOutcome, out_tokens: int | None) -> dict[str, float | None]:
+    """TPOT, stream TPOT and the stream tail: successful attempts only (a failure's timing describes the failure)."""
+    stamps, ok = outcome.output_stamps_ms, outcome.status is ErrorClass.OK
+    return {
+        "tpot_ms": tpot_ms(outcome.e2e_ms, outcome.ttft_ms, out_tokens) if ok and len(stamps) > 1 else None,
+        "stream_tpot_ms": stream_tpot_ms(stamps) if ok else None,
+        "stream_tail_ms": stream_tail_ms(stamps, outcome.e2e_ms) if ok and outcome.streamed else None,
+    }
 
 
 def _server_text(text: str | None, redact: Redactor) -> str | None:
