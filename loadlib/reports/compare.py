@@ -18,8 +18,6 @@ from loadlib.reports.pareto import dominated_by, pareto_front
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
 LATENCIES = ("ttft", "e2e")
 BARS = ("latency", "cost", "context", "errors")
-USAGE_WARN_SHARE = 0.2  # as loadlib.metrics.summary: a fifth of compared requests off by over 10 %
-USAGE_MIN_COMPARED = 20
 MISMATCH_TOLERANCE = 0.02  # the run's cost against these prices; per-request rounding stays far below
 
 

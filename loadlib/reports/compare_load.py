@@ -16,7 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from loadlib.reports.compare import USAGE_MIN_COMPARED, USAGE_WARN_SHARE, Context, Measured
+from loadlib.metrics.summary import USAGE_MIN_REQUESTS, USAGE_WARN_SHARE
+from loadlib.reports.compare import Context, Measured
 
 PROBE_SCENARIO = "long_document"
 _SIDE = (
@@ -168,7 +169,7 @@ def _off_share(rows: list[dict[str, Any]]) -> float | None:
     shares = []
     for kind in ("prompt", "completion"):
         n, over = _deviation(rows, kind)
-        if n >= USAGE_MIN_COMPARED and over >= USAGE_WARN_SHARE * n:
+        if n >= USAGE_MIN_REQUESTS and over >= USAGE_WARN_SHARE * n:
             shares.append(over / n)
     return max(shares) if shares else None
 
