@@ -7,6 +7,7 @@ summary loaded back from JSON) and prints "-" for anything missing. Latencies ar
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -177,7 +178,7 @@ def render_table(summary: dict[str, Any]) -> str:
     if meta.get("run_id"):
         title += f" of run {meta['run_id']}"
     if summary.get("duration_s") is not None:
-        title += f" ({_num(summary['duration_s'])} s)"
+        title += f" ({number_text(summary['duration_s'])} s)"
     legend = "; latencies in ms (stream: TPOT from the events alone; tail: last token to stream end)"
     out = [title + legend, line(header)]
     out += [line(c) for c in cells]
@@ -205,14 +206,14 @@ def render_table(summary: dict[str, Any]) -> str:
         if ol:
             lag = ol.get("schedule_lag_ms") or {}
             e2e = ol.get("e2e_from_intended_ms") or {}
-            lag_text = f"schedule lag p50 {_num(lag.get('p50'))} p99 {_num(lag.get('p99'))} ms"
-            e2e_text = "/".join(_num(e2e.get(q)) for q in ("p50", "p95", "p99"))
+            lag_text = f"schedule lag p50 {number_text(lag.get('p50'))} p99 {number_text(lag.get('p99'))} ms"
+            e2e_text = "/".join(number_text(e2e.get(q)) for q in ("p50", "p95", "p99"))
             out.append(f"open loop, {r.get('name', '-')}: {lag_text}; E2E from intended send p50/p95/p99 {e2e_text} ms")
     out += _goodput_lines(summary)
     out += usage_lines(rows)
     out += [line for r in rows if (line := tpot_gap_line(r))]
     out += [modes_line(str(r.get("name", "-")), k, m) for r in rows for k, m in (r.get("modes") or {}).items()]
-    out.append(_client_line(summary.get("client")))
+    out.append(client_line(summary.get("client")))
     return "\n".join(out)
 
 
@@ -220,7 +221,7 @@ def _cells(r: dict[str, Any]) -> list[str]:
     lat = r.get("latency_ms") or {}
 
     def p(metric: str, q: str) -> str:
-        return _num((lat.get(metric) or {}).get(q))
+        return number_text((lat.get(metric) or {}).get(q))
 
     return [
         str(r.get("name") or "-"),
@@ -235,8 +236,8 @@ def _cells(r: dict[str, Any]) -> list[str]:
         p("tpot", "p50"),
         p("stream_tpot", "p50"),
         p("stream_tail", "p50"),
-        _num(r.get("output_tokens_per_s")),
-        _cost(r.get("cost_usd")),
+        number_text(r.get("output_tokens_per_s")),
+        cost_text(r.get("cost_usd")),
     ]
 
 
@@ -277,17 +278,17 @@ def _goodput_lines(summary: dict[str, Any]) -> list[str]:
     return out
 
 
-def _client_line(client: dict[str, Any] | None) -> str:
+def client_line(client: dict[str, Any] | None) -> str:
     if not client:
         return "client: not checked (no loop-lag samples)"
     if client.get("saturated"):
         return "CLIENT SATURATED: " + "; ".join(client.get("reasons") or ["thresholds crossed"])
-    lag = _num(client.get("loop_lag_p99_ms"))
-    line = f"client OK: loop lag p99 {lag} ms, CPU p90 {_num(client.get('cpu_p90_percent'))} %"
+    lag = number_text(client.get("loop_lag_p99_ms"))
+    line = f"client OK: loop lag p99 {lag} ms, CPU p90 {number_text(client.get('cpu_p90_percent'))} %"
     return "\n".join([line, *(f"client warning: {w}" for w in client.get("warnings") or ())])
 
 
-def _num(v: float | None) -> str:
+def number_text(v: float | None) -> str:
     """1 decimal below 100 (a tenth of a millisecond is still signal there), whole numbers above."""
     if v is None:
         return "-"
@@ -298,7 +299,7 @@ def _int(v: int | None) -> str:
     return "-" if v is None else str(v)
 
 
-def _cost(v: float | None) -> str:
+def cost_text(v: float | None) -> str:
     """Cents for dollars, four decimals for cents, two significant digits below that."""
     if v is None:
         return "-"
@@ -307,3 +308,16 @@ def _cost(v: float | None) -> str:
     if abs(v) >= 1e-4:
         return f"{v:.4f}"
     return f"{v:.2g}"
+
+
+def json_number(v: Any) -> float | None:
+    """A finite number read back from a summary's JSON, else None (bools are not numbers here)."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return None
+    return v
+
+
+def json_count(v: Any) -> int:
+    """A count read back from a summary's JSON; 0 when it is missing or not a number."""
+    n = json_number(v)
+    return int(n) if n is not None else 0

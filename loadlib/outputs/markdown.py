@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from loadlib.metrics.summary import TOTAL_NAME, _client_line, _cost, _num
+from loadlib.metrics.summary import TOTAL_NAME, client_line, cost_text, number_text
 from loadlib.outputs.summary import write_text
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -49,7 +49,7 @@ def figure(v: float | None) -> str:
     """The console's number format, with 3 significant digits below 1 so a 0.4 % rate does not read 0.0."""
     if v is not None and 0 < abs(v) < 1:
         return f"{v:.3g}"
-    return _num(v)
+    return number_text(v)
 
 
 def threshold_value(value: float | None, unit: str) -> str:
@@ -87,7 +87,7 @@ def markdown_summary(summary: Mapping[str, Any], thresholds: Thresholds | None =
         blocks.append(_threshold_table(results))
     blocks.append(_rows_table(summary))
     blocks += _error_lines(summary)
-    blocks += [esc(line) for line in _client_line(summary.get("client")).split("\n")]
+    blocks += [esc(line) for line in client_line(summary.get("client")).split("\n")]
     drills = ((summary.get("failover") or {}).get("drills")) or []
     if drills:
         blocks.append(_drill_table(drills))
@@ -178,7 +178,7 @@ def _run_line(summary: Mapping[str, Any]) -> str:
     meta = summary.get("meta") or {}
     parts = [f"Run {esc(meta.get('run_id') or '-')}"]
     if summary.get("duration_s") is not None:
-        parts.append(f"{_num(summary['duration_s'])} s")
+        parts.append(f"{number_text(summary['duration_s'])} s")
     target = " ".join(esc(meta[k]) for k in ("provider", "model") if meta.get(k))
     if meta.get("host"):
         target += f" at {esc(meta['host'])}"
@@ -228,7 +228,7 @@ def _row_cells(r: Mapping[str, Any]) -> list[str]:
     lat = r.get("latency_ms") or {}
 
     def p(metric: str, q: str) -> str:
-        return _num((lat.get(metric) or {}).get(q))
+        return number_text((lat.get(metric) or {}).get(q))
 
     count, errors = r.get("count"), r.get("errors_total")
     return [
@@ -238,8 +238,8 @@ def _row_cells(r: Mapping[str, Any]) -> list[str]:
         p("ttft", "p50"),
         p("ttft", "p95"),
         p("e2e", "p95"),
-        _num(r.get("output_tokens_per_s")),
-        _cost(r.get("cost_usd")),
+        number_text(r.get("output_tokens_per_s")),
+        cost_text(r.get("cost_usd")),
     ]
 
 
@@ -259,9 +259,9 @@ def _drill_table(drills: list[Mapping[str, Any]]) -> str:
     for d in drills:
         what = f"{d.get('index')}: {d.get('endpoint')} {d.get('fault')}"
         if d.get("at_s") is not None:
-            what += f" at +{_num(d['at_s'])} s"
+            what += f" at +{number_text(d['at_s'])} s"
         if d.get("duration_s") is not None:
-            what += f" for {_num(d['duration_s'])} s"
+            what += f" for {number_text(d['duration_s'])} s"
         checks = "; ".join(str(c.get("reason")) for c in d.get("checks") or []) or "no targets set"
         rows.append([esc(what), _drill_word(d), esc(checks)])
     return "**Failover drills**\n\n" + _table(["drill", "result", "checks"], "lll", rows)

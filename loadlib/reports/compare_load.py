@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from loadlib.metrics.summary import USAGE_MIN_REQUESTS, USAGE_WARN_SHARE
+from loadlib.metrics.summary import USAGE_MIN_REQUESTS, USAGE_WARN_SHARE, json_count, json_number
 from loadlib.reports.compare import Context, Measured
 
 PROBE_SCENARIO = "long_document"
@@ -117,17 +117,17 @@ def _by_endpoint(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 def _figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The measured figures of one endpoint's rows: sums where they add up, weighted percentiles where not."""
     return {
-        "count": sum(_int(r.get("count")) for r in rows),
-        "ok": sum(_int(r.get("ok")) for r in rows),
+        "count": sum(json_count(r.get("count")) for r in rows),
+        "ok": sum(json_count(r.get("ok")) for r in rows),
         "errors": _errors(rows),
         **{attr: _weighted(rows, metric, q) for attr, metric, q in _SIDE},
-        "output_tps": _sum_or_none(_num(r.get("output_tokens_per_s")) for r in rows),
-        "prompt_tokens": sum(_int(r.get("prompt_tokens")) for r in rows),
-        "completion_tokens": sum(_int(r.get("completion_tokens")) for r in rows),
-        "cached_prompt_tokens": sum(_int(r.get("cached_prompt_tokens")) for r in rows),
-        "cost_usd": _sum_or_none(_num(r.get("cost_usd")) for r in rows),
-        "unpriced_requests": sum(_int(r.get("unpriced_requests")) for r in rows),
-        "usage_rejected": sum(_int(r.get("usage_rejected")) for r in rows),
+        "output_tps": _sum_or_none(json_number(r.get("output_tokens_per_s")) for r in rows),
+        "prompt_tokens": sum(json_count(r.get("prompt_tokens")) for r in rows),
+        "completion_tokens": sum(json_count(r.get("completion_tokens")) for r in rows),
+        "cached_prompt_tokens": sum(json_count(r.get("cached_prompt_tokens")) for r in rows),
+        "cost_usd": _sum_or_none(json_number(r.get("cost_usd")) for r in rows),
+        "unpriced_requests": sum(json_count(r.get("unpriced_requests")) for r in rows),
+        "usage_rejected": sum(json_count(r.get("usage_rejected")) for r in rows),
         "usage_compared": sum(_deviation(rows, kind)[0] for kind in ("prompt", "completion")),
         "usage_off_share": _off_share(rows),
     }
@@ -138,7 +138,7 @@ def _weighted(rows: list[dict[str, Any]], metric: str, q: str) -> float | None:
     pairs = []
     for r in rows:
         d = (r.get("latency_ms") or {}).get(metric) or {}
-        v, n = _num(d.get(q)), _int(d.get("count"))
+        v, n = json_number(d.get(q)), json_count(d.get("count"))
         if v is not None and n > 0:
             pairs.append((v, n))
     if not pairs:
@@ -150,7 +150,7 @@ def _errors(rows: list[dict[str, Any]]) -> dict[str, int]:
     out: dict[str, int] = {}
     for r in rows:
         for cls, n in (r.get("errors") or {}).items():
-            out[str(cls)] = out.get(str(cls), 0) + _int(n)
+            out[str(cls)] = out.get(str(cls), 0) + json_count(n)
     return {k: v for k, v in sorted(out.items()) if v}
 
 
@@ -159,8 +159,8 @@ def _deviation(rows: list[dict[str, Any]], kind: str) -> tuple[int, int]:
     n = over = 0
     for r in rows:
         d = (r.get("token_estimate") or {}).get(kind) or {}
-        n += _int(d.get("count"))
-        over += _int(d.get("over_10pct"))
+        n += json_count(d.get("count"))
+        over += json_count(d.get("over_10pct"))
     return n, over
 
 
@@ -199,8 +199,8 @@ def _context(summary: dict[str, Any], endpoint: str, owner: str | None) -> Conte
         return Context(note="the run's probe went to several endpoints: run it against each alone")
     fit, failure = probe.get("largest_fit"), probe.get("smallest_failure")
     return Context(
-        largest_fit=_int(fit) if fit is not None else None,
-        smallest_failure=_int(failure) if failure is not None else None,
+        largest_fit=json_count(fit) if fit is not None else None,
+        smallest_failure=json_count(failure) if failure is not None else None,
         failure=_text(probe.get("failure")),
     )
 
@@ -217,14 +217,6 @@ def _model(meta: dict[str, Any], endpoint: str, alone: bool) -> str | None:
 def _sum_or_none(values: Iterable[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return sum(known) if known else None
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-
-def _int(v: Any) -> int:
-    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0
 
 
 def _text(v: Any) -> str | None:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from loadlib.metrics.summary import json_count, json_number
 from loadlib.verdicts.thresholds import METRICS, ROW_TAGS, UNITS, Metric, Threshold, braces
 
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
@@ -104,13 +105,13 @@ def _share(metric: Metric, summary: dict[str, Any]) -> _Measure:
     if not isinstance(block, dict):
         why = f"no compliance results in this run ({metric.name} comes from the compliance scenario)"
         return _Measure(None, 0, blocked=why)
-    whole, part = _int(block.get(metric.per[0])), _int(block.get(metric.read[0]))
+    whole, part = json_count(block.get(metric.per[0])), json_count(block.get(metric.read[0]))
     return _Measure(part / whole if whole else None, whole)
 
 
 def _summed(t: Threshold, metric: Metric, rows: list[dict[str, Any]]) -> _Measure:
     """Sum the metric's fields over the rows, then divide: exact however many rows."""
-    requests = sum(_int(r.get("count")) for r in rows)
+    requests = sum(json_count(r.get("count")) for r in rows)
     cls = dict(t.tags).get("class")
     default = 0.0 if metric.kind == "cost" else None
     part = _sum_field(rows, metric.read[0], cls, default)
@@ -129,14 +130,14 @@ def _sum_field(rows: list[dict[str, Any]], name: str, cls: str | None, default: 
 
 def _field(row: dict[str, Any], name: str, cls: str | None, default: float | None) -> float | None:
     if cls is not None and name == "errors_total":
-        return _num((row.get("errors") or {}).get(cls, 0))
-    value = _num(row.get(name))
+        return json_number((row.get("errors") or {}).get(cls, 0))
+    value = json_number(row.get(name))
     return default if value is None else value
 
 
 def _unpriced(metric: Metric, rows: list[dict[str, Any]]) -> str:
     """A cost that leaves requests out would pass a budget by accident: such a cost is not judged."""
-    n = sum(_int(r.get("unpriced_requests")) for r in rows) if metric.kind == "cost" else 0
+    n = sum(json_count(r.get("unpriced_requests")) for r in rows) if metric.kind == "cost" else 0
     if not n:
         return ""
     return f"cost leaves out {n:,} request{'s' if n != 1 else ''} of models missing from the price table"
@@ -149,10 +150,10 @@ def _latency_block(row: dict[str, Any], metric: Metric) -> dict[str, Any]:
 def _merged_latency(metric: Metric, aggregate: str, rows: list[dict[str, Any]]) -> _Measure:
     """One row as it is; several rows' `mean` weighted by count and `max` as the largest (both exact)."""
     blocks = [_latency_block(r, metric) for r in rows]
-    samples = sum(_int(b.get("count")) for b in blocks)
+    samples = sum(json_count(b.get("count")) for b in blocks)
     if len(blocks) == 1:
-        return _Measure(_num(blocks[0].get(aggregate)), samples)
-    pairs = [(v, _int(b.get("count"))) for b in blocks if (v := _num(b.get(aggregate))) is not None]
+        return _Measure(json_number(blocks[0].get(aggregate)), samples)
+    pairs = [(v, json_count(b.get("count"))) for b in blocks if (v := json_number(b.get(aggregate))) is not None]
     pairs = [(v, n) for v, n in pairs if n]
     if not pairs:
         return _Measure(None, samples)
@@ -167,7 +168,7 @@ def _worst(t: Threshold, metric: Metric, rows: list[dict[str, Any]], min_samples
     judged = []
     for row in rows:
         block = _latency_block(row, metric)
-        m = _Measure(_num(block.get(t.aggregate or "")), _int(block.get("count")))
+        m = _Measure(json_number(block.get(t.aggregate or "")), json_count(block.get("count")))
         judged.append((_row_name(row), m, *_verdict(t, m, min_samples)))
     failing = [j for j in judged if j[2] is False]
     undecided = [j for j in judged if j[2] is None]
@@ -269,15 +270,3 @@ def _result(t: Threshold, m: _Measure, passed: bool | None, reason: str) -> dict
         "reason": reason,
         "origin": t.origin,
     }
-
-
-def _num(v: Any) -> float | None:
-    """A finite number from JSON, else None (bools are not numbers here)."""
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        return None
-    return v
-
-
-def _int(v: Any) -> int:
-    n = _num(v)
-    return int(n) if n is not None else 0
