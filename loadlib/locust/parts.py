@@ -119,7 +119,7 @@ class StatsPart(MergedPart):
         good = self.slo is not None and self.slo.meets(record)
         self.stats.add(record, good)
         if self.timeline is not None:
-            self.timeline.add_record(record, good)
+            self.timeline.add_record(record)
 
     def merge(self, data: Any, worker: str) -> None:
         self.stats.merge_serialized(data)

@@ -1,11 +1,12 @@
 """The run over time for the web UI's LLM charts: statistics cut into time buckets, kept for the whole run.
 
-A bucket is an `LLMStats` of what arrived within one step (on the master: worker reports, each a delta since that
-worker's previous one; on a local run: records). When the next step begins the bucket closes into one point per
-scenario/endpoint and one for the total: numbers only, so memory is at most MAX_POINTS points per series. When a
-series is full the step doubles and neighbouring points merge: counts add exactly; a merged point's percentiles are
-the count-weighted mean of its halves (stated in docs/webui.md; the summary keeps the exact run-wide figures).
-The feed adds the open bucket as a last, live point, so the points' counts add up to the statistics at any moment.
+A bucket holds a `Slice` per series of what arrived within one step (on the master: worker reports, each a delta
+since that worker's previous one; on a local run: records). When the next step begins the bucket closes into one
+point per scenario/endpoint and one for the total: numbers only, so memory is at most MAX_POINTS points per series.
+When a series is full the step doubles and neighbouring points merge: counts add exactly; a merged point's
+percentiles are the count-weighted mean of its halves (stated in docs/webui.md; the summary keeps the exact run-wide
+figures). The feed adds the open bucket as a last, live point, so the points' counts add up to the statistics at any
+moment.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from loadlib.metrics.stats import LLMStats, LLMStatsEntry
+from loadlib.errors import ErrorClass
+from loadlib.metrics.histogram import Histogram
 from loadlib.metrics.summary import TOTAL_NAME
 from loadlib.records.record import RequestRecord
 
 STEP_S = 2.0
 MAX_POINTS = 1800  # per series: one hour at 2 s before the first coarsening
-_PERCENTILES = (("ttft_p50", "ttft_ms", 50), ("ttft_p95", "ttft_ms", 95), ("tpot_p50", "tpot_ms", 50))
+_PERCENTILES = ("ttft_p50", "ttft_p95", "tpot_p50")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +43,46 @@ class Point:
     users: int | None = None
 
 
-def point_of(e: LLMStatsEntry, t: float, step: float, users: int | None) -> Point:
-    """The figures of one statistics entry over one bucket."""
-    values = {name: getattr(e, attr).percentile(q) for name, attr, q in _PERCENTILES}
-    return Point(t, step, e.requests, e.ok, e.completion_tokens_total, dict(e.errors), users=users, **values)
+class Slice:
+    """What a point needs of one series over one bucket: counts, and the TTFT and TPOT histograms. Nothing per token
+    (the ITL list is the statistics' costly part), so a local run pays two histogram records per request for its
+    charts. The rules are the statistics' (loadlib.metrics.stats): latencies of successful attempts only."""
+
+    __slots__ = ("completion_tokens", "errors", "ok", "requests", "tpot", "ttft")
+
+    def __init__(self) -> None:
+        self.requests = self.ok = self.completion_tokens = 0
+        self.errors: dict[str, int] = {}
+        self.ttft, self.tpot = Histogram(), Histogram()
+
+    def add(self, r: RequestRecord) -> None:
+        self.requests += 1
+        self.completion_tokens += r.output_tokens or 0
+        if r.status is not ErrorClass.OK:
+            self.errors[r.status.value] = self.errors.get(r.status.value, 0) + 1
+            return
+        self.ok += 1
+        if r.ttft_ms is not None:
+            self.ttft.record(r.ttft_ms)
+        if r.tpot_ms is not None:
+            self.tpot.record(r.tpot_ms)
+
+    def merge_entry(self, d: dict[str, Any]) -> None:
+        """One entry of a worker's serialized statistics (LLMStats.serialize)."""
+        self.requests += int(d.get("requests", 0))
+        self.ok += int(d.get("ok", 0))
+        self.completion_tokens += int(d.get("completion_tokens_total", 0))
+        for cls, n in (d.get("errors") or {}).items():
+            self.errors[cls] = self.errors.get(cls, 0) + int(n)
+        hist = d.get("hist") or {}
+        for attr, key in (("ttft", "ttft_ms"), ("tpot", "tpot_ms")):
+            if key in hist:
+                getattr(self, attr).merge(Histogram.from_dict(hist[key]))
+
+    def point(self, t: float, step: float, users: int | None) -> Point:
+        values = {"ttft_p50": self.ttft.percentile(50), "ttft_p95": self.ttft.percentile(95)}
+        values["tpot_p50"] = self.tpot.percentile(50)
+        return Point(t, step, self.requests, self.ok, self.completion_tokens, dict(self.errors), users=users, **values)
 
 
 def merge_points(a: Point, b: Point, t: float, step: float) -> Point:
@@ -52,7 +90,7 @@ def merge_points(a: Point, b: Point, t: float, step: float) -> Point:
     errors = dict(a.errors)
     for cls, n in b.errors.items():
         errors[cls] = errors.get(cls, 0) + n
-    values = {name: _weighted(getattr(a, name), a.ok, getattr(b, name), b.ok) for name, _, _ in _PERCENTILES}
+    values = {name: _weighted(getattr(a, name), a.ok, getattr(b, name), b.ok) for name in _PERCENTILES}
     users = b.users if b.users is not None else a.users
     return Point(
         t,
@@ -101,16 +139,28 @@ class Timeline:
     def reset(self) -> None:
         self.step = self.base_step
         self.points: dict[str, list[Point]] = {}
-        self.bucket = LLMStats()
+        self.bucket: dict[str, Slice] = {}
+        self.total = Slice()
         self.bucket_t: float | None = None
 
-    def add_record(self, record: RequestRecord, good: bool = False) -> None:
+    def add_record(self, record: RequestRecord) -> None:
         self._roll()
-        self.bucket.add(record, good)
+        self._slice(f"{record.scenario} @ {record.endpoint}").add(record)
+        self.total.add(record)
 
     def add_serialized(self, data: dict[str, Any]) -> None:
+        """A worker's report (LLMStats.serialize): a delta since its previous one."""
         self._roll()
-        self.bucket.merge_serialized(data)
+        for d in data.get("entries") or ():
+            self._slice(f"{d['scenario']} @ {d['endpoint']}").merge_entry(d)
+        if data.get("total"):
+            self.total.merge_entry(data["total"])
+
+    def _slice(self, name: str) -> Slice:
+        found = self.bucket.get(name)
+        if found is None:
+            found = self.bucket[name] = Slice()
+        return found
 
     def _roll(self) -> None:
         now = self.clock()
@@ -125,16 +175,16 @@ class Timeline:
             return
         for name, point in self._bucket_points(self.bucket_t, self.step):
             self.points.setdefault(name, []).append(point)
-        self.bucket = LLMStats()
+        self.bucket, self.total = {}, Slice()
         if max((len(v) for v in self.points.values()), default=0) > self.max_points:
             self.points = {name: coarsen(pts, self.step) for name, pts in self.points.items()}
             self.step *= 2
 
     def _bucket_points(self, t: float, step: float) -> Iterable[tuple[str, Point]]:
         users = self.users()
-        for e in self.bucket.entries.values():
-            yield f"{e.scenario} @ {e.endpoint}", point_of(e, t, step, users)
-        yield TOTAL_NAME, point_of(self.bucket.total, t, step, users)
+        for name, part in self.bucket.items():
+            yield name, part.point(t, step, users)
+        yield TOTAL_NAME, self.total.point(t, step, users)
 
     def feed(self) -> dict[str, Any]:
         """Every series as columns (JSON-able), the open bucket as a live last point (tokens/s over its age)."""
