@@ -15,6 +15,7 @@ from flask import Response, request
 
 from loadlib.locust.webcharts import install_charts
 from loadlib.locust.weblogin import install_login
+from loadlib.metrics.summary import row_name
 
 TAB_KEY = "llm"
 NOTES_KEY = "llm_notes"
@@ -73,7 +74,7 @@ def table_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
         def p(metric: str, q: str, lat: dict[str, Any] = lat) -> Any:
             return _fmt((lat.get(metric) or {}).get(q))
 
-        name = row.get("name") or f"{row.get('scenario')} @ {row.get('endpoint')}"
+        name = row.get("name") or row_name(row.get("scenario"), row.get("endpoint"))
         rows.append(
             {
                 "name": name,

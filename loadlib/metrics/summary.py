@@ -63,6 +63,11 @@ def build_summary(
     }
 
 
+def row_name(scenario: Any, endpoint: Any) -> str:
+    """How a row is named everywhere (console, JSON, web UI, charts, reports): 'scenario @ endpoint'."""
+    return f"{scenario} @ {endpoint}"
+
+
 def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> dict[str, Any]:
     per_s = 1.0 / duration_s if duration_s > 0 else None
     latency: dict[str, Any] = {}
@@ -72,7 +77,7 @@ def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> dict[s
         latency[key] = _dist(getattr(e, attr), (50, 95))
     cost = e.cost_usd if e.priced else None
     return {
-        "name": name or f"{e.scenario} @ {e.endpoint}",
+        "name": name or row_name(e.scenario, e.endpoint),
         "scenario": e.scenario,
         "endpoint": e.endpoint,
         "count": e.requests,

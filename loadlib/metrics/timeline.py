@@ -19,7 +19,7 @@ from typing import Any
 
 from loadlib.errors import ErrorClass
 from loadlib.metrics.histogram import Histogram
-from loadlib.metrics.summary import TOTAL_NAME
+from loadlib.metrics.summary import TOTAL_NAME, row_name
 from loadlib.records.record import RequestRecord
 
 STEP_S = 2.0
@@ -145,14 +145,14 @@ class Timeline:
 
     def add_record(self, record: RequestRecord) -> None:
         self._roll()
-        self._slice(f"{record.scenario} @ {record.endpoint}").add(record)
+        self._slice(row_name(record.scenario, record.endpoint)).add(record)
         self.total.add(record)
 
     def add_serialized(self, data: dict[str, Any]) -> None:
         """A worker's report (LLMStats.serialize): a delta since its previous one."""
         self._roll()
         for d in data.get("entries") or ():
-            self._slice(f"{d['scenario']} @ {d['endpoint']}").merge_entry(d)
+            self._slice(row_name(d["scenario"], d["endpoint"])).merge_entry(d)
         if data.get("total"):
             self.total.merge_entry(data["total"])
 

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import orjson
 
+from loadlib.metrics.summary import row_name
+
 CHUNK = 1024  # rows per chunk: small enough that its objects stay in cache and their memory is reused
 NUMERIC = (
     "ttft_ms",
@@ -232,7 +234,7 @@ def _joined(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
 
 
 def _group_name(key: tuple[Any, Any]) -> str:
-    return f"{key[0]} @ {key[1]}"
+    return row_name(key[0], key[1])
 
 
 def _sorted_codes(ids: dict[Any, int], name: Any) -> tuple[tuple[str, ...], np.ndarray]:

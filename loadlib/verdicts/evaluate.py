@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loadlib.metrics.summary import json_count, json_number
+from loadlib.metrics.summary import json_count, json_number, row_name
 from loadlib.verdicts.thresholds import METRICS, ROW_TAGS, UNITS, Metric, Threshold, braces
 
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
@@ -252,7 +252,7 @@ def _label(t: Threshold) -> str:
 
 
 def _row_name(row: dict[str, Any]) -> str:
-    return str(row.get("name") or f"{row.get('scenario')} @ {row.get('endpoint')}")
+    return str(row.get("name") or row_name(row.get("scenario"), row.get("endpoint")))
 
 
 def _result(t: Threshold, m: _Measure, passed: bool | None, reason: str) -> dict[str, Any]:
