@@ -103,6 +103,18 @@ def parse_base_url(url: str) -> tuple[str, str, int, str]:
     return parts.scheme, parts.hostname, port, parts.path.rstrip("/")
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def default_name(scheme: str, host: str, port: int) -> str:
+    """An endpoint's name when none is given: the host, with the port unless it is the scheme's default. Two local
+    servers are then `127.0.0.1:8001` and `127.0.0.1:8002` in tables and comparisons instead of one name twice, while
+    `api.openai.com` stays as it reads."""
+    if port == DEFAULT_PORTS.get(scheme):
+        return host
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def make_endpoint(
     base_url: str,
     provider: str = "openai",
@@ -116,6 +128,7 @@ def make_endpoint(
     if provider not in PROVIDERS:
         raise ConfigError(f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
     scheme, host, port, path = parse_base_url(base_url)
+    name = name or default_name(scheme, host, port)
     if not model:
         raise ConfigError("no model given: set --llm-model (or LLM_MODEL)")
     key_env = DEFAULT_KEY_ENV[provider] if api_key_env is None or api_key_env == "" else api_key_env
@@ -123,11 +136,11 @@ def make_endpoint(
         key_env = None
     if key_env and require_key and not os.environ.get(key_env):
         raise ConfigError(
-            f"endpoint {name or host!r} needs an API key in the environment variable {key_env}, which is not set: "
+            f"endpoint {name!r} needs an API key in the environment variable {key_env}, which is not set: "
             f"export {key_env}=... (or pass --llm-api-key-env none for a server without auth)"
         )
     return Endpoint(
-        name=name or host,
+        name=name,
         provider=provider,
         base_url=base_url.strip().rstrip("/"),
         model=model,

@@ -17,6 +17,22 @@ def test_malformed_base_url_is_one_clear_line(url):
     assert "base URL" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("url", "name"),
+    [
+        ("http://127.0.0.1:8001/v1", "127.0.0.1:8001"),
+        ("http://127.0.0.1:8002/v1", "127.0.0.1:8002"),
+        ("https://api.openai.com/v1", "api.openai.com"),
+        ("https://api.openai.com:443/v1", "api.openai.com"),
+        ("http://gw.internal:443/v1", "gw.internal:443"),
+        ("http://[::1]:8000/v1", "[::1]:8000"),
+    ],
+)
+def test_default_name_keeps_the_port_that_tells_two_local_servers_apart(url, name):
+    assert make_endpoint(url, api_key_env="none").name == name
+    assert make_endpoint(url, api_key_env="none", name="mock").name == "mock"
+
+
 def test_unknown_provider():
     with pytest.raises(ConfigError, match="unknown provider 'gemini': use one of openai, anthropic"):
         make_endpoint("http://h/v1", provider="gemini", api_key_env="none")
