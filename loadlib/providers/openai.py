@@ -101,6 +101,15 @@ class _Tool:
         self.args: list[str] = []
 
 
+def _usage_source(choices: Any, flags: int) -> str:
+    """`final_chunk` when the usage shared its chunk with output or a finish reason, else `stream`: a chunk of its
+    own, even when it carries empty choices (LiteLLM sends `choices: [{"delta": {}}]` or `[]` after the finish
+    chunk). Only called for a chunk with usage; `choices` was already checked to be a list of objects."""
+    if flags & OUTPUT or (choices and any(ch.get("finish_reason") for ch in choices)):
+        return USAGE_FINAL_CHUNK
+    return USAGE_STREAM
+
+
 class OpenAIChatParser:
     """One streamed Chat Completions response. `feed` only appends fragments; `result` joins them.
 
@@ -170,12 +179,12 @@ class OpenAIChatParser:
             flags = self._without_choices(obj)
         usage = get("usage")
         if usage:
-            self._keep_usage(usage, "usage", USAGE_FINAL_CHUNK if choices else USAGE_STREAM)
+            self._keep_usage(usage, "usage", _usage_source(choices, flags))
         x_groq = get("x_groq")
         if x_groq:
             groq_usage = (fields.mapping(x_groq, "x_groq") or {}).get("usage")
             if groq_usage:
-                self._keep_usage(groq_usage, "x_groq.usage", USAGE_FINAL_CHUNK if choices else USAGE_STREAM)
+                self._keep_usage(groq_usage, "x_groq.usage", _usage_source(choices, flags))
         if get("error") is not None:
             flags |= self._record_error(obj)
         if flags & OUTPUT:

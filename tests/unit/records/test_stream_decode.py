@@ -98,6 +98,23 @@ def openai_chunk(**fields: Any) -> bytes:
             "final_chunk",
         ),
         ([openai_chunk(choices=[{"index": 0, "delta": {"content": "a"}, "finish_reason": "stop"}])], None),
+        (  # LiteLLM: a usage-only chunk with an empty delta after the finish chunk is a usage chunk of its own
+            [
+                openai_chunk(choices=[{"index": 0, "delta": {"content": "a"}, "finish_reason": "stop"}]),
+                openai_chunk(choices=[{"index": 0, "delta": {}}], usage={"prompt_tokens": 1, "completion_tokens": 1}),
+            ],
+            "stream",
+        ),
+        (  # usage on the finish chunk, with an empty delta: still the chunk that carried the finish reason
+            [
+                openai_chunk(choices=[{"index": 0, "delta": {"content": "a"}}]),
+                openai_chunk(
+                    choices=[{"index": 0, "delta": {}, "finish_reason": "length"}],
+                    usage={"prompt_tokens": 1, "completion_tokens": 1},
+                ),
+            ],
+            "final_chunk",
+        ),
     ],
 )
 def test_openai_parser_says_where_usage_sat(events: list[bytes], source: str | None) -> None:
