@@ -1,0 +1,179 @@
+"""How tests/support/doc_commands.py reads commands out of Markdown and turns them into runs: what the shell would
+see (continuations, chains, comments, assignments, placeholders), which commands run on the embedded mock, and the
+argv a test runs (10 s, capped users, outputs in a temporary directory)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tests.support.doc_commands import (
+    Command,
+    doc_commands,
+    fenced_blocks,
+    follow_ups,
+    is_load_test,
+    prepare,
+    prepare_tool,
+    selection,
+    strip_comment,
+    yaml_after,
+)
+
+FENCE = "```"
+
+
+def md(lang: str, *lines: str) -> str:
+    """A Markdown document with one fenced block."""
+    return "\n".join(["# Title", "", FENCE + lang, *lines, FENCE, ""])
+
+
+def argvs(markdown: str) -> list[tuple[str, ...]]:
+    return [c.argv for c in doc_commands(markdown, "doc.md")]
+
+
+def command(text: str, source: str = "doc.md") -> Command:
+    """The one command of a bash block holding `text`."""
+    (found,) = [c for c in doc_commands(md("bash", text), source) if is_load_test(c)]
+    return found
+
+
+def test_only_shell_blocks_count_and_lines_are_the_files() -> None:
+    doc = "\n".join(["intro", FENCE, "locust -f a.py", FENCE, FENCE + "yaml", "a: 1", FENCE, md("console", "$ ls")])
+    assert [(b.lang, b.first_line) for b in fenced_blocks(doc)] == [("", 3), ("yaml", 6), ("console", 11)]
+    assert argvs(doc) == [("ls",)]
+    assert [c.line for c in doc_commands(md("sh", "", "locust -f a.py"), "d")] == [5]
+
+
+def test_continuations_join_lines_and_keep_the_first_line_number() -> None:
+    doc = md("bash", "locust -f a.py --headless \\", "  -u 4 \\", "  -t 60s   # comment", "echo next")
+    first, second = doc_commands(doc, "doc.md")
+    assert first.argv == ("locust", "-f", "a.py", "--headless", "-u", "4", "-t", "60s")
+    assert (first.line, second.line) == (4, 7)
+
+
+def test_a_trailing_operator_or_an_open_quote_reads_on() -> None:
+    doc = md("bash", "pip install x &&", "  locust -f a.py --llm-threshold 'ttft p95", "< 1s'")
+    assert argvs(doc) == [("pip", "install", "x"), ("locust", "-f", "a.py", "--llm-threshold", "ttft p95 < 1s")]
+
+
+def test_chains_and_background_split_into_commands() -> None:
+    doc = md("bash", "python3 -m pip install -e . && python3 -m locust -f a.py --headless; echo done &")
+    found = doc_commands(doc, "doc.md")
+    assert [c.argv[:3] for c in found] == [("python3", "-m", "pip"), ("python3", "-m", "locust"), ("echo", "done")]
+    assert [c.background for c in found] == [False, False, True]
+    assert [is_load_test(c) for c in found] == [False, True, False]
+
+
+def test_a_loop_body_is_a_command() -> None:
+    doc = md("bash", "for i in 1 2; do locust -f a.py --worker --master-host 127.0.0.1 & done")
+    assert ("locust", "-f", "a.py", "--worker", "--master-host", "127.0.0.1") in argvs(doc)
+
+
+def test_comments_start_at_a_word_outside_quotes() -> None:
+    assert strip_comment("locust -f a.py   # web UI") == "locust -f a.py"
+    assert strip_comment("locust --llm-mock 'a#b' x#y") == "locust --llm-mock 'a#b' x#y"
+    assert strip_comment("# only a comment") == ""
+
+
+def test_console_blocks_keep_prompt_lines_only() -> None:
+    assert argvs(md("console", "$ locust -f a.py --headless", "Verdict: PASS", "$ echo ok")) == [
+        ("locust", "-f", "a.py", "--headless"),
+        ("echo", "ok"),
+    ]
+
+
+def test_assignments_and_exports_become_the_environment() -> None:
+    doc = md("bash", "export A=1 B='two words'", "C=3 locust -f a.py", "locust -f b.py")
+    first, second = doc_commands(doc, "doc.md")
+    assert (dict(first.env), first.argv) == ({"A": "1", "B": "two words", "C": "3"}, ("locust", "-f", "a.py"))
+    assert dict(second.env) == {"A": "1", "B": "two words"}
+
+
+def test_python_m_locust_in_every_spelling_is_a_load_test() -> None:
+    for prefix in ("locust", "python -m locust", "python3 -m locust", "python3.11 -m locust"):
+        assert is_load_test(command(f"{prefix} -f a.py"))
+    assert not any(is_load_test(c) for c in doc_commands(md("bash", "python -m loadlib report x", "pylocust"), "d"))
+
+
+def test_headless_runs_on_the_mock_are_selected(tmp_path: Path) -> None:
+    assert selection(command("locust -f a.py --headless -u 4 -t 60s --llm-mock ttft_ms=5"), {}, tmp_path) is None
+
+
+def test_what_is_not_run_says_why(tmp_path: Path) -> None:
+    reasons = {
+        "locust -f a.py --class-picker": "web UI only",
+        "locust -f a.py --headless --host https://api.openai.com/v1": "remote endpoint",
+        "locust -f a.py --headless --host=http://127.0.0.1:8000/v1": "local server of yours",
+        "LLM_BASE_URL=https://x.example/v1 locust -f a.py --headless": "LLM_BASE_URL",
+        "locust -f a.py --headless --master --expect-workers 2": "distributed",
+        "locust -f a.py --headless --llm-api-key-env MY_KEY": "$MY_KEY",
+        "OPENAI_API_KEY=sk-x locust -f a.py --headless": "needs OPENAI_API_KEY",
+        "locust -f a.py --headless -u $USERS": "placeholder '$USERS'",
+        "INFLUX_URL=... locust -f a.py --headless": "placeholder '...'",
+        "locust -f a.py --headless --llm-pool pool.yaml": "the reader's own file",
+        "locust -f a.py --headless > out.txt": "redirection",
+    }
+    for text, reason in reasons.items():
+        assert reason in (selection(command(text), {}, tmp_path) or ""), text
+
+
+def test_a_pool_runs_when_documented_and_all_mocks(tmp_path: Path) -> None:
+    mocks = "endpoints:\n  - {name: a, mock: {ttft_ms: 40}}\n  - {name: b, mock: {}}\n"
+    real = "endpoints:\n  - {name: a, mock: {}}\n  - {name: p, base_url: https://api.example.com/v1}\n"
+    pooled = command("locust -f a.py --headless --llm-pool pool.yaml")
+    assert selection(pooled, {"pool.yaml": mocks}, tmp_path) is None
+    assert "['p'] are not embedded mocks" in (selection(pooled, {"pool.yaml": real}, tmp_path) or "")
+    inline = command("locust -f a.py --headless --llm-pool '{endpoints: [{name: a, mock: {}}]}'")
+    assert selection(inline, {}, tmp_path) is None
+
+
+def test_prepare_runs_ten_seconds_with_few_users_and_outputs_in_tmp(tmp_path: Path) -> None:
+    cmd = command(
+        "python3 -m locust -f a.py --headless -u 200 -r 50 -t 5m --llm-summary results/s.json "
+        "--llm-report=/abs/report.html --audit-file none --llm-pool pool.yaml"
+    )
+    prepared = prepare(cmd, tmp_path, {"pool.yaml": "endpoints: []\n"})
+    assert prepared.argv == [
+        *(sys.executable, "-m", "locust", "-f", "a.py", "--headless", "-u", "10", "-r", "50", "-t", "10s"),
+        *("--llm-summary", str(tmp_path / "results/s.json"), f"--llm-report={tmp_path / 'report.html'}"),
+        *("--audit-file", "none", "--llm-pool", str(tmp_path / "pool.yaml")),
+    ]
+    assert (tmp_path / "results").is_dir()
+    assert (tmp_path / "pool.yaml").read_text() == "endpoints: []\n"
+    assert prepared.env == {}
+
+
+def test_prepare_adds_a_run_time_and_keeps_small_user_counts(tmp_path: Path) -> None:
+    prepared = prepare(command("A=1 locust -f a.py --headless --users 4"), tmp_path, {})
+    assert prepared.argv[3:] == ["-f", "a.py", "--headless", "--users", "4", "-t", "10s"]
+    assert prepared.env == {"A": "1", "LLM_AUDIT_FILE": str(tmp_path / "results" / "audit-{run_id}.jsonl")}
+
+
+def test_a_tool_reading_the_runs_file_follows_it(tmp_path: Path) -> None:
+    doc = md(
+        "bash",
+        "locust -f a.py --headless --llm-summary s.json --llm-report report.html",
+        "python -m loadlib report records-*.jsonl s.json -o report.html",
+        "python -m loadlib compare openai.json anthropic.json -o cmp.html",
+    )
+    found = doc_commands(doc, "doc.md")
+    assert follow_ups(found, found[0]) == [found[1]]
+    (tmp_path / "records-b.jsonl").write_text("")
+    (tmp_path / "records-a.jsonl").write_text("")
+    assert prepare_tool(found[1], tmp_path) == [
+        *(sys.executable, "-m", "loadlib", "report", "records-a.jsonl", "records-b.jsonl", "s.json"),
+        *("-o", "report.html"),
+    ]
+    assert prepare_tool(found[2], tmp_path)[4:6] == ["openai.json", "anthropic.json"]
+
+
+def test_an_unmatched_glob_stays_as_written(tmp_path: Path) -> None:
+    tool = doc_commands(md("bash", "python -m loadlib report records-*.jsonl"), "d")[0]
+    assert prepare_tool(tool, tmp_path)[-1] == "records-*.jsonl"
+
+
+def test_yaml_after_finds_the_documented_file() -> None:
+    doc = "\n".join(["Try it on mocks:", "", FENCE + "yaml", "policy: weighted", FENCE, FENCE + "yaml", "b: 2", FENCE])
+    assert yaml_after(doc, "Try it on mocks") == "policy: weighted\n"
+    assert yaml_after(doc, "not there") is None
