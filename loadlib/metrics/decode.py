@@ -27,7 +27,10 @@ def decode_facts(tpot_tokens: int, tpot_events: int, tpot_count: int, tail_mean_
 
 
 def tpot_gap_line(row: dict[str, Any]) -> str | None:
-    """One line when a row's TPOT p50 and stream TPOT p50 differ by over GAP_SHARE, naming the causes."""
+    """One line when a row's TPOT p50 and stream TPOT p50 (the table's figures) differ by over GAP_SHARE, naming the
+    causes. The causes are per-token means (a mean tail over mean tokens), and medians do not add up while means
+    do, so they are set against the gap between the means, never the gap between the p50s: one held stream moves
+    the mean tail, not the p50s, and would otherwise explain more gap than the p50s show."""
     lat = row.get("latency_ms") or {}
     tpot = (lat.get("tpot") or {}).get("p50")
     stream = (lat.get("stream_tpot") or {}).get("p50")
@@ -38,29 +41,46 @@ def tpot_gap_line(row: dict[str, Any]) -> str | None:
         f"TPOT vs stream, {row.get('name', '-')}: TPOT p50 {tpot:.1f} ms is {abs(gap):.0f} % "
         f"{'above' if gap > 0 else 'below'} the stream's {stream:.1f} ms per output event"
     )
-    causes = _causes(row, stream)
-    return f"{head}: {'; '.join(causes)}" if causes else f"{head} (cause not visible in the stream)"
+    means = _means(lat)
+    causes = _causes(row, means[1] if means else stream)
+    if not causes:
+        return f"{head} (cause not visible in the stream)"
+    return f"{head}; {_mean_gap_text(means)}{'; '.join(causes)}"
 
 
-def _causes(row: dict[str, Any], stream: float) -> list[str]:
+def _means(lat: dict[str, Any]) -> tuple[float, float] | None:
+    """(TPOT mean, stream TPOT mean), the like-for-like pair the causes explain; None when either is missing."""
+    tpot, stream = (lat.get("tpot") or {}).get("mean"), (lat.get("stream_tpot") or {}).get("mean")
+    return (tpot, stream) if tpot is not None and stream else None
+
+
+def _mean_gap_text(means: tuple[float, float] | None) -> str:
+    if means is None:
+        return "causes: "
+    tpot, stream = means
+    return f"the means are {tpot:.1f} and {stream:.1f} ms ({tpot - stream:+.1f} ms per token): "
+
+
+def _causes(row: dict[str, Any], stream_mean: float) -> list[str]:
+    """Each cause with what it adds to mean TPOT, named when that is at least CAUSE_SHARE of mean stream TPOT.
+    Per request TPOT = stream TPOT / r + tail / (tokens - 1), so the tail adds its mean per token and a usage
+    counting r tokens per event adds stream TPOT x (1 / r - 1)."""
     facts = row.get("decode") or {}
     out = []
     per_token = facts.get("tail_per_token_ms")
-    if per_token is not None and per_token >= CAUSE_SHARE * stream:
-        tail = ((row.get("latency_ms") or {}).get("stream_tail") or {}).get("p50")
-        tail_text = f"p50 {tail:.1f} ms" if tail is not None else "its mean"
-        out.append(
-            f"the stream's tail ({tail_text} from the last token to the end of the stream) adds "
-            f"{per_token:.1f} ms per token"
-        )
+    if per_token is not None and per_token >= CAUSE_SHARE * stream_mean:
+        tail = (row.get("latency_ms") or {}).get("stream_tail") or {}
+        out.append(f"the stream's tail ({_tail_text(tail)} from the last token to the end) adds {per_token:+.1f} ms")
     ratio = facts.get("tokens_per_event")
-    if ratio is not None and abs(ratio - 1.0) >= CAUSE_SHARE:
+    if ratio and abs(ratio - 1.0) >= CAUSE_SHARE:
+        why = "events that carry several tokens, or usage that over-counts" if ratio > 1 else "usage that under-counts"
         out.append(
-            f"the usage counts {ratio:.2f} tokens per output event "
-            + (
-                "(events that carry several tokens, or usage that over-counts)"
-                if ratio > 1
-                else "(usage that under-counts)"
-            )
+            f"the usage counts {ratio:.2f} tokens per output event ({why}): {stream_mean * (1 / ratio - 1):+.1f} ms"
         )
     return out
+
+
+def _tail_text(tail: dict[str, Any]) -> str:
+    mean, p50 = tail.get("mean"), tail.get("p50")
+    parts = [f"mean {mean:.1f} ms" if mean is not None else "", f"p50 {p50:.1f} ms" if p50 is not None else ""]
+    return ", ".join(p for p in parts if p) or "its mean"

@@ -10,7 +10,12 @@ from loadlib.metrics.decode import decode_facts, tpot_gap_line
 
 
 def row(tpot: float, stream: float, tail: float, tokens_per_event: float, tail_per_token: float) -> dict[str, Any]:
-    lat = {"tpot": {"p50": tpot}, "stream_tpot": {"p50": stream}, "stream_tail": {"p50": tail}}
+    """A row whose means equal its p50s (the causes are set against the means)."""
+    lat = {
+        "tpot": {"p50": tpot, "mean": tpot},
+        "stream_tpot": {"p50": stream, "mean": stream},
+        "stream_tail": {"p50": tail, "mean": tail},
+    }
     return {
         "name": "chat @ gw",
         "latency_ms": lat,
@@ -28,14 +33,25 @@ def test_facts_from_sums() -> None:
 def test_a_gateway_tail_is_named() -> None:
     line = tpot_gap_line(row(12.1, 10.0, 130.0, 1.0, 2.06))
     assert line is not None and line.startswith("TPOT vs stream, chat @ gw: TPOT p50 12.1 ms is 21 % above")
-    assert "the stream's tail (p50 130.0 ms" in line and "adds 2.1 ms per token" in line
+    assert "the means are 12.1 and 10.0 ms (+2.1 ms per token)" in line
+    assert "the stream's tail (mean 130.0 ms, p50 130.0 ms" in line and "adds +2.1 ms" in line
     assert "tokens per output event" not in line
 
 
 def test_over_counted_usage_is_named() -> None:
     line = tpot_gap_line(row(6.7, 10.0, 0.3, 1.5, 0.005))
     assert line is not None and "33 % below" in line and "1.50 tokens per output event" in line
+    assert "-3.3 ms" in line, "stream TPOT x (1 / 1.5 - 1): what the count takes off mean TPOT"
     assert "tail" not in line.split(":", 2)[2]
+
+
+def test_without_means_the_causes_are_set_against_the_p50() -> None:
+    """An older summary without means still gets its causes, without a mean gap."""
+    r = row(12.1, 10.0, 130.0, 1.0, 2.06)
+    for d in r["latency_ms"].values():
+        del d["mean"]
+    line = tpot_gap_line(r)
+    assert line is not None and "causes: the stream's tail (p50 130.0 ms" in line and "means" not in line
 
 
 def test_no_line_within_ten_percent_or_without_data() -> None:

@@ -210,3 +210,33 @@ def test_lag_beyond_a_token_gap_warns_that_the_itl_tail_is_the_clients() -> None
     assert lines[-1].startswith("client warning: loop lag p99 30.0 ms > ITL p50 10.0 ms")
     assert saturation_verdict(lag, [40.0] * 10, itl_p50_ms=40.0).warnings == []  # slow tokens: gaps stay apart
     assert saturation_verdict(lag, [40.0] * 10).warnings == []  # no ITL samples: nothing to judge
+
+
+def test_tpot_vs_stream_sets_the_tail_against_the_gap_of_the_same_statistic() -> None:
+    """Issue 21's case: 27 streams of 64 tokens at 10 ms, each held 138.6 ms at the end and one 1.2 s more. The p50
+    gap is 2.2 ms per token while the mean tail spread over the tokens is 2.9 ms; the line set the 2.9 against the
+    2.2. Now the tail's share is set against the gap of the means, which it explains whole."""
+    s = LLMStats()
+    for i in range(27):
+        tail = 138.6 + (1200.0 if i == 0 else 0.0)
+        e2e = 100.0 + 630.0 + tail
+        s.add(
+            rec(
+                ttft_ms=100.0,
+                e2e_ms=e2e,
+                tpot_ms=(e2e - 100.0) / 63,
+                stream_tpot_ms=10.0,
+                stream_tail_ms=tail,
+                output_events=64,
+                completion_tokens=64,
+            )
+        )
+    text = render_table(build_summary(s, 10.0, None, {"run_id": "demo-1"}))
+    (line,) = [x for x in text.splitlines() if x.startswith("TPOT vs stream")]
+    means = re.search(r"the means are ([0-9.]+) and ([0-9.]+) ms \(\+([0-9.]+) ms per token\)", line)
+    tail = re.search(
+        r"tail \(mean ([0-9.]+) ms, p50 [0-9.]+ ms from the last token to the end\) adds \+([0-9.]+) ms", line
+    )
+    assert means and tail, line
+    assert "is 22 % above" in line, "the p50s, as the table shows them"
+    assert float(means.group(3)) == pytest.approx(2.9, abs=0.1) and float(tail.group(2)) == pytest.approx(2.9, abs=0.1)
