@@ -15,15 +15,18 @@ Grammar (k6's thresholds, with the tag filter written into the expression)::
 - TAG=VALUE (k6's `TAG:VALUE` also works): `scenario` and `endpoint` select summary rows; `class` (an error class of
   docs/metrics.md) narrows `error_rate` and `errors`. Rows carry no model, so `model` is refused: filter on the
   endpoint, which has one model. Values are names: letters, digits and `_ . - : @ / +`.
-- AGG: latencies need one of the aggregates the summary holds (`p50 p95 p99 max mean`; TTFB and first event only
-  `p50 p95 mean`); k6's `p(95)`, `avg` and `med` are read as `p95`, `mean` and `p50`. Other metrics take none.
+- AGG: latencies need an aggregate: any percentile `pN` (0 < N < 100: `p90`, `p99.9`, k6's `p(99.9)`), `mean`,
+  and `max` (not for TTFB and first event, whose rows hold no max); `avg` and `med` are read as `mean` and `p50`.
+  Percentiles the summary rows do not hold (they hold p50, p95, p99) are read from the run's histograms by the
+  evaluator (loadlib.verdicts.evaluate). Other metrics take none.
 - OP: `<`, `<=`, `>`, `>=`, `==`.
 - NUMBER[UNIT]: a non-negative decimal. Latencies take `ms` or `s` (bare: ms); rates and shares take `%` (bare: a
   fraction 0..1, so a bare number above 1 is refused: `5` is not 5 %); counts, throughputs and costs take no unit.
 
 k6 silently ignores a threshold on a metric that does not exist. Here every unknown or misplaced piece (metric,
 aggregate, tag, tag value, unit, operator, number) is a ConfigError of one line naming the expression, what is
-wrong, the closest valid word and every valid one.
+wrong, the closest valid word and every valid one; k6's metric names get the loadlib name (loadlib.verdicts.k6), and
+two thresholds joined with ',' get the hint to use ';'.
 """
 
 from __future__ import annotations
@@ -37,9 +40,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from loadlib.errors import ConfigError, ErrorClass
+from loadlib.verdicts.k6 import AGGREGATE_HINTS, METRIC_HINTS
 
 Kind = Literal["latency", "rate", "throughput", "cost", "count", "share"]
 Source = Literal["latency", "rows", "compliance"]
@@ -140,6 +142,8 @@ _TAG = re.compile(r"\s*(?P<key>\w+)\s*[=:]\s*(?P<value>.*?)\s*$")
 _TAG_VALUE = re.compile(r"[\w.\-:@/+]+")
 _NUMBER = re.compile(r"(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>.*)")
 _K6_PERCENTILE = re.compile(r"p\((\d+(?:\.\d+)?)\)")
+_PERCENTILE = re.compile(r"p(\d+(?:\.\d+)?)")
+_JOINED = re.compile(r",\s*[A-Za-z_]\w*[^,]*?(?:[<>]|==)")
 GRAMMAR = "METRIC[{TAG=VALUE,...}] [AGG] OP NUMBER[UNIT], e.g. 'ttft p95 < 150ms'"
 
 
@@ -148,7 +152,9 @@ class Threshold:
     """A parsed threshold. `limit` is in base units (ms for latencies, a fraction for rates and shares); `unit` is
     the unit as written ("" for a bare number) so reports can speak the user's unit; `aggregate` is None for
     metrics that take none; `tags` are (name, value) pairs in the order scenario, endpoint, class; `origin` names a
-    scenario SLO default ("support_chat SLO", loadlib.verdicts.slo), "" for the user's own."""
+    scenario SLO default ("support_chat SLO", loadlib.verdicts.slo), "" for the user's own. `abort_on_fail` and
+    `abort_delay_s` are k6's abortOnFail and delayAbortEval of a threshold file's object form (seconds); None leaves
+    them to --llm-abort-on-fail and --llm-abort-delay (loadlib.locust.abort)."""
 
     expression: str
     metric: str
@@ -158,6 +164,8 @@ class Threshold:
     limit: float
     unit: str
     origin: str = ""
+    abort_on_fail: bool | None = None
+    abort_delay_s: float | None = None
 
 
 class _Refusal:
@@ -183,6 +191,7 @@ def parse(expr: str, where: str = "--llm-threshold") -> Threshold:
     refuse = _Refusal(where, expr)
     if not isinstance(expr, str) or not expr.strip():
         raise refuse("an empty threshold", hint=f"expected {GRAMMAR}")
+    _check_joined(expr, refuse)
     head = _HEAD.match(expr)
     if head is None:
         raise refuse("does not start with a metric name", valid=list(METRICS))
@@ -213,10 +222,37 @@ def parse_all(exprs: Sequence[str], where: str = "--llm-threshold") -> list[Thre
     return [parse(e, where) for e in exprs]
 
 
+def parse_option(text: str | None, where: str = "--llm-threshold") -> list[Threshold]:
+    """The `;`-separated value of --llm-threshold (the flag repeated, locust.conf or LLM_THRESHOLD give one string).
+
+    Empty pieces between thresholds are dropped, so a trailing `;` is harmless. But a value given with no threshold
+    at all (`;`, ` ; `) is refused: whoever wrote it meant some threshold, and a run judged by none keeps Locust's
+    exit code. An explicit empty string cannot be told from the option's default, so it means no thresholds."""
+    text = str(text or "")
+    written = [t for t in text.split(";") if t.strip()]
+    if text and not written:
+        raise ConfigError(
+            f"{where} {text!r}: no threshold in it, only separators and spaces; write e.g. "
+            f"'ttft p95 < 1s; error_rate < 1%', or leave {where} out"
+        )
+    return parse_all(written, where)
+
+
+def _check_joined(expr: str, refuse: _Refusal) -> None:
+    """`ttft p95 < 1s, error_rate < 1%`: a comma outside a tag filter followed by another comparison."""
+    if _JOINED.search(re.sub(r"\{[^}]*\}", "{}", expr)):
+        raise refuse(
+            "two thresholds joined with ','", hint="separate thresholds with ';': 'ttft p95 < 1s; error_rate < 1%'"
+        )
+
+
 def _metric(name: str, refuse: _Refusal) -> Metric:
     if name in METRICS:
         return METRICS[name]
-    raise refuse(f"unknown metric {name!r}", got=name, valid=list(METRICS))
+    hint = METRIC_HINTS.get(name, "")
+    raise refuse(
+        f"unknown metric {name!r}" + (f": {hint}" if hint else ""), got="" if hint else name, valid=list(METRICS)
+    )
 
 
 def _split_tags(rest: str, refuse: _Refusal) -> tuple[str | None, str]:
@@ -279,23 +315,34 @@ def _check_tag_name(key: str, metric: Metric, refuse: _Refusal) -> None:
 def _aggregate(written: str | None, metric: Metric, refuse: _Refusal) -> str | None:
     if not metric.aggregates:
         if written:
-            raise refuse(
-                f"{metric.name} takes no aggregate, got {written!r}",
-                hint=f"it is a {metric.kind}: write '{metric.name} OP NUMBER'",
-            )
+            hint = AGGREGATE_HINTS.get(written) or f"it is a {metric.kind}: write '{metric.name} OP NUMBER'"
+            raise refuse(f"{metric.name} takes no aggregate, got {written!r}", hint=hint)
         return None
+    valid = aggregate_names(metric)
     if not written:
-        raise refuse(
-            f"{metric.name} needs an aggregate", hint=f"e.g. '{metric.name} p95 < 150ms'", valid=metric.aggregates
-        )
+        raise refuse(f"{metric.name} needs an aggregate", hint=f"e.g. '{metric.name} p95 < 150ms'", valid=valid)
     k6 = _K6_PERCENTILE.fullmatch(written)
     name = f"p{k6.group(1)}" if k6 else _ALIASES.get(written, written)
+    if _PERCENTILE.fullmatch(name):
+        return _percentile_name(name, written, refuse)
     if name not in metric.aggregates:
-        percentile = re.fullmatch(r"p[\d.]+", name) is not None
-        hint = f"the summary holds no other aggregates of {metric.name}" if percentile else ""
-        got = "" if percentile else name  # p90 is not a typo of p99
-        raise refuse(f"unknown aggregate {written!r} for {metric.name}", got=got, valid=metric.aggregates, hint=hint)
+        raise refuse(f"unknown aggregate {written!r} for {metric.name}", got=name, valid=valid)
     return name
+
+
+def aggregate_names(metric: Metric) -> list[str]:
+    """A latency's aggregates as the refusals list them: the summary's percentiles, then any other, max, mean."""
+    named = [a for a in metric.aggregates if a.startswith("p")]
+    return [*named, "pN (any percentile, e.g. p90, p99.9, p(99.9))", *(a for a in metric.aggregates if a not in named)]
+
+
+def _percentile_name(name: str, written: str, refuse: _Refusal) -> str:
+    """`p99.90` and `p(99.9)` as `p99.9`; 0 and 100 are no percentiles to judge (p100 is `max`)."""
+    q = Decimal(name[1:])
+    if not 0 < q < 100:
+        hint = "p100 is the maximum: write 'max'" if q >= 100 else "p0 is the minimum, which no threshold reads"
+        raise refuse(f"percentile {written!r} is not between 0 and 100", hint=hint)
+    return f"p{q.normalize():f}"
 
 
 def _op(written: str, refuse: _Refusal) -> str:
@@ -339,56 +386,8 @@ def _unit_list(metric: Metric) -> list[str]:
 
 
 def load_file(path: str | Path) -> list[Threshold]:
-    """A YAML threshold file: a list of expressions, or k6's mapping `metric[{tags}]: [expression without the
-    metric, ...]`, optionally under a top-level `thresholds:` key. Errors name the file and the entry."""
-    label = str(path)
-    data = _read_yaml(Path(path), label)
-    if isinstance(data, dict) and set(data) == {"thresholds"}:
-        data = data["thresholds"]
-    if data is None:
-        return []
-    if isinstance(data, list):
-        return [parse(_entry(e, f"{label} entry {i}"), f"{label} entry {i}") for i, e in enumerate(data, 1)]
-    if isinstance(data, dict):
-        return [t for key, entries in data.items() for t in _mapping_entry(label, key, entries)]
-    raise ConfigError(f"threshold file {label}: expected a list of expressions or a mapping metric -> list of them")
+    """--llm-thresholds-file's thresholds (loadlib.verdicts.threshold_file: the shapes, k6's object form). Imported
+    here when called, because that module builds on this one's parser."""
+    from loadlib.verdicts.threshold_file import load_file as load
 
-
-def _mapping_entry(label: str, key: Any, entries: Any) -> list[Threshold]:
-    """k6 style: `ttft: [p95 < 150ms, p99 < 300ms]`, one threshold per string."""
-    if not isinstance(key, str):
-        raise ConfigError(f"threshold file {label}: key {key!r} is not a metric name")
-    items = [entries] if isinstance(entries, str) else entries
-    if not isinstance(items, list) or not items:
-        raise ConfigError(f"threshold file {label}: {key} needs a list of expressions such as ['p95 < 150ms']")
-    out = []
-    for i, e in enumerate(items, 1):
-        where = f"{label} {key}[{i}]"
-        out.append(parse(f"{key} {_entry(e, where)}", where))
-    return out
-
-
-def _entry(e: Any, where: str) -> str:
-    if not isinstance(e, str):
-        raise ConfigError(f"{where}: {e!r} is not a string; write each threshold as text, e.g. 'ttft p95 < 150ms'")
-    return e
-
-
-def _read_yaml(path: Path, label: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"threshold file {label}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"threshold file {label}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"threshold file {label}: not valid YAML ({_yaml_problem(exc)})") from None
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """One line out of PyYAML's multi-line message."""
-    mark = getattr(exc, "problem_mark", None)
-    text = " ".join(str(getattr(exc, "problem", None) or str(exc).splitlines()[0]).split())
-    return f"line {mark.line + 1}, column {mark.column + 1}: {text}" if mark is not None else text
+    return load(path)
