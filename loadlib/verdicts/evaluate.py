@@ -12,11 +12,17 @@ Which rows: `scenario` and `endpoint` tags select summary rows (no tags: all). W
   `==`): the threshold holds for the selection only if it holds for every row. A failing row decides even when
   another row has too few samples; with no failure, a row with too few samples makes the result None.
 
+Percentiles the rows do not hold (they hold p50, p95, p99; TTFB and first event p50, p95) come from the run's merged
+histograms (`histograms`, see `stats_histograms`): nearest-rank over the bucketed samples like every percentile of
+the summary, so within the histogram's 0.1 % (loadlib.metrics.histogram), never interpolated between p95 and p99.
+Without histograms (a summary read back from JSON) such a percentile cannot be judged.
+
 The sample rule: a sampled number (latencies, rates, throughputs, shares, cost per token) needs `min_samples`
 samples; a percentile pXX needs max(min_samples, ceil(100 / (100 - XX)) * 5), i.e. 5 samples beyond the
-percentile on average (p50: 10, p95: 100, p99: 500), so a tail percentile is not one lucky request. Totals (`errors`,
-`requests`, `cost_usd`) are exact counts and need none. A latency's samples are its histogram count (successful
-requests; inter-token gaps for ITL), a share's the checked outputs or repeat pairs, anything else's the requests.
+percentile on average (p50: 10, p95: 100, p99: 500, p99.9: 5,000), so a tail percentile is not one lucky request.
+Totals (`errors`, `requests`, `cost_usd`) are exact counts and need none. A latency's samples are its histogram
+count (successful requests; inter-token gaps for ITL), a share's the checked outputs or repeat pairs, anything
+else's the requests.
 """
 
 from __future__ import annotations
@@ -25,8 +31,11 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
+from loadlib.metrics.histogram import Histogram
+from loadlib.metrics.stats import TOTAL_KEY, LLMStats
 from loadlib.metrics.summary import json_count, json_number, row_name
 from loadlib.verdicts.thresholds import METRICS, ROW_TAGS, UNITS, Metric, Threshold, braces
 
@@ -39,6 +48,22 @@ _COMPARE: dict[str, Callable[[float, float], bool]] = {
 }
 _UNMERGEABLE = "percentiles of rows cannot be merged"
 
+# (scenario, endpoint, metric) -> the merged histogram of that row's metric; ("", "") is the total row
+Histograms = Callable[[str, str, str], Histogram | None]
+
+
+def stats_histograms(stats: LLMStats) -> Histograms:
+    """The live statistics the summary was built from, as the evaluator's histogram source (a latency metric `m`
+    is the entry's `m_ms` histogram)."""
+
+    def find(scenario: str, endpoint: str, metric: str) -> Histogram | None:
+        key = (scenario, endpoint)
+        entry = stats.total if key == TOTAL_KEY else stats.entries.get(key)
+        found = getattr(entry, f"{metric}_ms", None) if entry is not None else None
+        return found if isinstance(found, Histogram) else None
+
+    return find
+
 
 @dataclass(frozen=True)
 class _Measure:
@@ -50,13 +75,20 @@ class _Measure:
     note: str = ""
 
 
-def evaluate(thresholds: Sequence[Threshold], summary: dict[str, Any], min_samples: int = 20) -> list[dict[str, Any]]:
+def evaluate(
+    thresholds: Sequence[Threshold],
+    summary: dict[str, Any],
+    min_samples: int = 20,
+    histograms: Histograms | None = None,
+) -> list[dict[str, Any]]:
     """One result per threshold, in order (keys: expression, metric, aggregate, tags, op, limit, unit, value,
-    passed, samples, reason)."""
-    return [evaluate_one(t, summary, min_samples) for t in thresholds]
+    passed, samples, reason, origin). `histograms` answers percentiles the summary rows do not hold."""
+    return [evaluate_one(t, summary, min_samples, histograms) for t in thresholds]
 
 
-def evaluate_one(t: Threshold, summary: dict[str, Any], min_samples: int = 20) -> dict[str, Any]:
+def evaluate_one(
+    t: Threshold, summary: dict[str, Any], min_samples: int = 20, histograms: Histograms | None = None
+) -> dict[str, Any]:
     metric = METRICS[t.metric]
     if metric.source == "compliance":
         return _judge(t, _share(metric, summary), min_samples)
@@ -64,7 +96,9 @@ def evaluate_one(t: Threshold, summary: dict[str, Any], min_samples: int = 20) -
     if isinstance(rows, str):
         return _result(t, _Measure(None, 0), None, rows)
     if metric.source == "latency" and len(rows) > 1 and _percentile(t.aggregate) is not None:
-        return _worst(t, metric, rows, min_samples)
+        return _worst(t, metric, rows, min_samples, histograms)
+    if metric.source == "latency" and len(rows) == 1 and _percentile(t.aggregate) is not None:
+        return _judge(t, _row_percentile(rows[0], metric, t.aggregate or "", histograms), min_samples)
     if metric.source == "latency":
         return _judge(t, _merged_latency(metric, t.aggregate or "", rows), min_samples)
     return _judge(t, _summed(t, metric, rows), min_samples)
@@ -163,12 +197,26 @@ def _merged_latency(metric: Metric, aggregate: str, rows: list[dict[str, Any]]) 
     return _Measure(mean, samples, note=f", count-weighted over {len(rows)} matching rows")
 
 
-def _worst(t: Threshold, metric: Metric, rows: list[dict[str, Any]], min_samples: int) -> dict[str, Any]:
+def _row_percentile(row: dict[str, Any], metric: Metric, aggregate: str, histograms: Histograms | None) -> _Measure:
+    """A percentile of one row: as the summary holds it, else from the row's merged histogram."""
+    block = _latency_block(row, metric)
+    if aggregate in block:
+        return _Measure(json_number(block.get(aggregate)), json_count(block.get("count")))
+    h = histograms(str(row.get("scenario", "")), str(row.get("endpoint", "")), metric.name) if histograms else None
+    if h is None:
+        why = f"the summary holds no {aggregate} of {metric.name} and this evaluation has no histograms to read it from"
+        return _Measure(None, json_count(block.get("count")), blocked=why)
+    value = h.percentile(float(aggregate[1:]))
+    return _Measure(None if value is None else round(value, 3), h.count, note=", from the histogram")
+
+
+def _worst(
+    t: Threshold, metric: Metric, rows: list[dict[str, Any]], min_samples: int, histograms: Histograms | None
+) -> dict[str, Any]:
     """Judge each row's percentile on its own and report the one that decides (module docstring)."""
     judged = []
     for row in rows:
-        block = _latency_block(row, metric)
-        m = _Measure(json_number(block.get(t.aggregate or "")), json_count(block.get("count")))
+        m = _row_percentile(row, metric, t.aggregate or "", histograms)
         judged.append((_row_name(row), m, *_verdict(t, m, min_samples)))
     failing = [j for j in judged if j[2] is False]
     undecided = [j for j in judged if j[2] is None]
@@ -220,12 +268,13 @@ def required_samples(t: Threshold, min_samples: int) -> int:
     q = _percentile(t.aggregate)
     if q is None:
         return min_samples
-    return max(min_samples, math.ceil(100 / (100 - q) - 1e-9) * 5)
+    return max(min_samples, math.ceil(Decimal(100) / (100 - q)) * 5)
 
 
-def _percentile(aggregate: str | None) -> float | None:
+def _percentile(aggregate: str | None) -> Decimal | None:
+    """The N of `pN`, exact (p99.9 must need 5,000 samples, not 5,005 by float noise)."""
     if aggregate and aggregate.startswith("p"):
-        return float(aggregate[1:])
+        return Decimal(aggregate[1:])
     return None
 
 

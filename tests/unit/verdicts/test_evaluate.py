@@ -8,8 +8,12 @@ from typing import Any
 
 import pytest
 
-from loadlib.verdicts.evaluate import evaluate, required_samples
+from loadlib.metrics.histogram import RELATIVE_ERROR
+from loadlib.metrics.stats import LLMStats
+from loadlib.metrics.summary import build_summary
+from loadlib.verdicts.evaluate import evaluate, required_samples, stats_histograms
 from loadlib.verdicts.thresholds import parse
+from tests.support.records import make_record
 
 KEYS = {
     "expression",
@@ -136,6 +140,10 @@ def test_too_few_samples_cannot_pass(expr: str, count: int, needed: int) -> None
         ("ttft p99 < 1", 20, 500),
         ("ttft p99 < 1", 1000, 1000),
         ("ttft mean < 1", 20, 20),
+        ("ttft p90 < 1", 20, 50),
+        ("ttft p99.9 < 1", 20, 5000),
+        ("ttft p(99.99) < 1", 20, 50000),
+        ("ttft p97 < 1", 20, 170),  # ceil(100 / 3) = 34
         ("error_rate < 1%", 5, 5),
         ("errors == 0", 20, 0),
         ("cost_usd < 1", 20, 0),
@@ -274,3 +282,74 @@ def test_results_keep_order_and_fields() -> None:
     assert [r["metric"] for r in results] == ["e2e", "error_rate"]
     assert results[0]["limit"] == 2000.0 and results[0]["unit"] == "s"
     assert results[1]["aggregate"] is None and results[1]["unit"] == "%"
+
+
+# percentiles the summary rows do not hold: read from the histograms the summary was built from
+
+
+def _stats(values: dict[tuple[str, str], list[float]]) -> LLMStats:
+    stats = LLMStats()
+    for (scenario, endpoint), ttfts in values.items():
+        for v in ttfts:
+            stats.add(make_record(scenario=scenario, endpoint=endpoint, ttft_ms=v, e2e_ms=v * 2))
+    return stats
+
+
+def _judged(expr: str, stats: LLMStats, histograms: bool = True) -> dict[str, Any]:
+    built = build_summary(stats, 10.0, None, {})
+    (r,) = evaluate([parse(expr)], built, histograms=stats_histograms(stats) if histograms else None)
+    json.dumps(r, allow_nan=False)
+    return r
+
+
+ONE_TO_10K = {("chat", "a"): [float(i) for i in range(1, 10_001)]}
+
+
+@pytest.mark.parametrize(
+    ("expr", "exact"),
+    [("ttft p90 < 1s", 9000.0), ("ttft p99.9 < 1s", 9990.0), ("ttft p(75) < 1s", 7500.0), ("e2e p98.5 < 1s", 19700.0)],
+)
+def test_any_percentile_is_the_histograms_nearest_rank_within_its_precision(expr: str, exact: float) -> None:
+    """1..10,000 ms: the nearest-rank pN is N % of 10,000; the histogram reports it within 1/1024, never between
+    the summary's p95 and p99."""
+    r = _judged(expr, _stats(ONE_TO_10K))
+    assert abs(r["value"] - exact) <= exact * RELATIVE_ERROR, r
+    assert r["passed"] is False and r["samples"] == 10_000 and "from the histogram" in r["reason"]
+
+
+def test_a_percentile_the_rows_hold_is_read_from_the_row_as_before() -> None:
+    stats = _stats(ONE_TO_10K)
+    r = _judged("ttft p95 < 10s", stats)
+    assert r["value"] == build_summary(stats, 10.0, None, {})["total"]["latency_ms"]["ttft"]["p95"]
+    assert "histogram" not in r["reason"] and r["passed"] is True
+
+
+def test_a_histogram_percentile_on_a_tagged_row_and_the_worst_of_several() -> None:
+    stats = _stats({("chat", "a"): [10.0] * 500, ("chat", "b"): [float(i) for i in range(1, 501)], ("x", "a"): [1.0]})
+    one_row = _judged("ttft{endpoint=b} p90 < 400ms", stats)
+    assert (one_row["passed"], one_row["samples"]) == (False, 500) and abs(one_row["value"] - 450) < 0.5
+    worst = _judged("ttft{scenario=chat} p90 < 400ms", stats)
+    assert (
+        worst["passed"] is False
+        and worst["value"] == one_row["value"]
+        and "at chat @ b, the worst of 2" in (worst["reason"])
+    )
+
+
+def test_the_sample_rule_holds_for_histogram_percentiles() -> None:
+    r = _judged("ttft p99.9 < 1s", _stats({("chat", "a"): [1.0] * 4999}))
+    assert r["passed"] is None and r["reason"].startswith("only 4,999 requests for ttft p99.9: at least 5,000 needed")
+
+
+def test_without_histograms_a_percentile_the_rows_lack_cannot_be_judged() -> None:
+    r = _judged("ttft p90 < 1s", _stats(ONE_TO_10K), histograms=False)
+    assert r["passed"] is None and r["value"] is None
+    assert r["reason"] == "the summary holds no p90 of ttft and this evaluation has no histograms to read it from"
+
+
+def test_side_latencies_take_any_percentile_from_their_histogram() -> None:
+    stats = LLMStats()
+    for i in range(1, 1001):
+        stats.add(make_record(ttfb_ms=float(i), first_event_ms=float(i), ttft_ms=float(i), e2e_ms=float(i)))
+    r = _judged("ttfb p99 < 2s", stats)
+    assert r["passed"] is True and abs(r["value"] - 990.0) <= 990.0 * RELATIVE_ERROR
