@@ -27,6 +27,7 @@ from loadlib.failover.retry import RetryBudget, wait_before_retry
 from loadlib.failover.routing import Router, pick
 
 FirstOutput = Callable[[], None]
+LOSER_WAIT_S = 1.0  # a cancelled attempt ends at once (its socket is closed); this only bounds a stuck one
 
 
 @dataclass(slots=True)
@@ -56,6 +57,7 @@ class Delivery:
     attempts: list[Attempt]
     answered: Attempt | None  # None: no endpoint's breaker let a request through
     hedged: bool = False
+    hedged_won: bool = False  # answered by a hedge that outran an attempt still running (cancelled): not a failover
 
     @property
     def status(self) -> ErrorClass:
@@ -68,10 +70,6 @@ class Delivery:
     @property
     def endpoint(self) -> str | None:
         return self.answered.endpoint if self.answered is not None else None
-
-    @property
-    def failed_over(self) -> bool:
-        return self.ok and self.endpoint != self.preferred
 
     @property
     def ttft_ms(self) -> float | None:
@@ -185,16 +183,25 @@ class Dispatcher:
         too. The first to produce output wins and the other is cancelled (it stays a record: its tokens and cost
         count). When one fails before any output, the other is simply awaited."""
         race = _Race()
-        first = race.spawn(attempt, name, len(delivery.attempts) + 1, False, permit)
-        if race.wait_first(first, self.hedge_after_s):  # output came, or the attempt ended (a retry may follow)
-            return self._finish(delivery, race)
+        try:
+            first = race.spawn(attempt, name, len(delivery.attempts) + 1, False, permit)
+            if not race.wait_first(first, self.hedge_after_s):  # no output and not ended: hedge
+                self._hedge(attempt, delivery, order, tried, race)
+            winner = race.decide()
+        except BaseException:  # GreenletExit: the user is stopped (the run ends, a ramp-down) mid-race
+            self._abandon(race)
+            raise
+        return self._finish(delivery, race, winner)
+
+    def _hedge(self, attempt: AttemptFn, delivery: Delivery, order: list[str], tried: list[str], race: _Race) -> None:
+        """The hedge itself, when an endpoint admits it and the budget allows one more attempt."""
         picked = self._hedge_target(order, tried)
-        if picked is not None:
-            tried.append(picked[0])
-            race.spawn(attempt, picked[0], len(delivery.attempts) + 2, True, picked[1])
-            delivery.hedged = True
-            self.hedges += 1
-        return self._finish(delivery, race)
+        if picked is None:
+            return
+        tried.append(picked[0])
+        race.spawn(attempt, picked[0], len(delivery.attempts) + 2, True, picked[1])
+        delivery.hedged = True
+        self.hedges += 1
 
     def _hedge_target(self, order: list[str], tried: list[str]) -> tuple[str, int] | None:
         """The next endpoint not tried whose breaker admits, if the retry budget allows one more attempt."""
@@ -207,18 +214,27 @@ class Dispatcher:
             return None
         return picked
 
-    def _finish(self, delivery: Delivery, race: _Race) -> Attempt:
-        """Wait for the winner, cancel the loser, settle both; the winner's answer is the user's."""
-        winner = race.winner()
-        race.cancel_all_but(winner)
-        gevent.joinall([r.greenlet for r in race.runners])
+    def _finish(self, delivery: Delivery, race: _Race, winner: _Runner) -> Attempt:
+        """Settle every attempt of the decided race; the winner's answer is the user's."""
         for r in race.runners:
             self._settle(delivery, r.result(), r.permit)
         delivery.attempts.sort(key=lambda a: a.number)
         answered = winner.result()
-        if answered.hedge and answered.status is ErrorClass.OK:
+        if answered.hedge and answered.status is ErrorClass.OK and race.outran(winner):
+            delivery.hedged_won = True
             self.hedges_won += 1
         return answered
+
+    def _abandon(self, race: _Race) -> None:
+        """The race's user is gone: its losers are recorded, the rest dropped (race.abandon); every breaker permit is
+        settled or given back, so a half-open breaker is not left waiting for a probe that will never report."""
+        race.abandon()
+        for r in race.runners:
+            done = r.greenlet.value if r.greenlet.successful() else None
+            if isinstance(done, Attempt) and done.status is not ErrorClass.CANCELLED:
+                self.breakers[r.endpoint].record(r.permit, done.status)
+            else:
+                self.breakers[r.endpoint].release(r.permit)
 
 
 def _single_path(pool: PoolConfig) -> bool:
@@ -303,7 +319,29 @@ class _Race:
             gevent.wait([*pending, self.first_output], count=1)
         return self.leader
 
+    def decide(self) -> _Runner:
+        """Wait for the winner, cancel the others, wait until every attempt has ended; the winner."""
+        winner = self.winner()
+        self.cancel_all_but(winner)
+        gevent.joinall([r.greenlet for r in self.runners])
+        return winner
+
     def cancel_all_but(self, winner: _Runner) -> None:
         for r in self.runners:
             if r is not winner and not r.greenlet.ready():
                 r.handle.cancel()
+
+    def outran(self, winner: _Runner) -> bool:
+        """Whether `winner` beat an attempt still running: one of the others ended cancelled (after the join)."""
+        return any(r is not winner and r.result().status is ErrorClass.CANCELLED for r in self.runners)
+
+    def abandon(self) -> None:
+        """The user's greenlet was killed mid-race. Once a leader exists the others are losers: they are cancelled
+        and awaited (a cancelled attempt ends at once), so each is recorded before the run's end, as the winner may
+        already be. Whatever still runs then (the leader's stream, or both attempts before any output) is killed,
+        as a lone attempt in flight is when Locust stops its user."""
+        if self.leader is not None:
+            self.cancel_all_but(self.leader)
+        losers = [r.greenlet for r in self.runners if r.handle.cancelled.is_set()]
+        gevent.joinall(losers, timeout=LOSER_WAIT_S)
+        gevent.killall([r.greenlet for r in self.runners], block=True, timeout=LOSER_WAIT_S)

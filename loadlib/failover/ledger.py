@@ -226,7 +226,8 @@ class Ledger:
                 self._first(d, "detect_at", at)
 
     def attempt(self, endpoint: str, ok: bool, at: float) -> None:
-        """One attempt (of any user request, retries and hedges included) ended at `at`."""
+        """One attempt (of any user request, retries and hedges included) ended at `at`; `ok`: not an error (a hedge's
+        cancelled loser is an attempt but no error: docs/failover.md, "Hedging")."""
         if self.t0 is None:
             self.t0 = at
         bins = self.traffic.get(endpoint)
@@ -252,15 +253,19 @@ class Ledger:
         ok: bool,
         ttft_ms: float | None,
         attempts: int,
+        hedged_won: bool = False,
     ) -> None:
         """One user-visible request ended at `end`: `preferred` is the endpoint the policy chose first, `endpoint`
-        the one that answered (None when none did), `attempts` how many were made (retries and hedges included)."""
+        the one that answered (None when none did), `attempts` how many were made (retries and hedges included),
+        `hedged_won` whether its hedge answered while the attempt it raced was still running: `endpoint` was faster,
+        which is neither a failover (UserRequest.failed_over) nor a failback."""
+        answered = None if hedged_won else endpoint  # only decides failover and failback in _during
         for d in self._live_at(end):
             if end < d.start:
                 if ok and ttft_ms is not None and preferred == d.endpoint and end >= d.since:
                     d.ttft_before_ms.record(ttft_ms)
             elif d.until is None or end < d.until:
-                self._during(d, end, preferred, endpoint, ok, ttft_ms, attempts)
+                self._during(d, end, preferred, answered, ok, ttft_ms, attempts)
         if end >= self._boundary and ok and ttft_ms is not None:
             self._before_any_drill(preferred, ttft_ms)
 

@@ -13,6 +13,7 @@ import logging
 import time
 from typing import Any
 
+from loadlib.errors import ErrorClass
 from loadlib.failover.breaker import State, Transition
 from loadlib.failover.client_faults import ClientFault
 from loadlib.failover.dispatch import Delivery, Dispatcher
@@ -67,7 +68,8 @@ class FailoverPart(NodePart):
         if not self.active:
             return
         at = record.start_unix_ns / 1e9 + (record.e2e_ms or 0.0) / 1000.0
-        self.ledger.attempt(record.endpoint, record.ok, at)
+        lost_hedge = record.status is ErrorClass.CANCELLED  # an attempt, not an error (docs/failover.md, "Hedging")
+        self.ledger.attempt(record.endpoint, record.ok or lost_hedge, at)
         self.ledger.quality(record.endpoint, record.status.value, record.output_tokens)
 
     def user_request(self, user: UserRequest, delivery: Delivery) -> None:
@@ -78,7 +80,7 @@ class FailoverPart(NodePart):
         self.users.add(user)
         start = user.start_unix_ns / 1e9
         self.ledger.user_request(
-            start, user.end_unix, user.preferred, user.endpoint, user.ok, user.ttft_ms, user.attempts
+            start, user.end_unix, user.preferred, user.endpoint, user.ok, user.ttft_ms, user.attempts, user.hedged_won
         )
         self.sinks.user_request(user)
         if user.ok:
@@ -87,14 +89,14 @@ class FailoverPart(NodePart):
             self._hedge_event()
 
     def _watch_failover(self, user: UserRequest) -> None:
-        """A node-level failover is the first answer from another endpoint for a preferred one; failback the first
-        answer from the preferred one again. Requests sent before the last change do not flip it back (one routed
-        away while the breaker was open may end after the failback)."""
+        """A node-level failover is the first failed-over answer for a preferred endpoint (a hedge that won its race
+        is not one); failback the first answer from the preferred one again. Requests sent before the last change do
+        not flip it back (one routed away while the breaker was open may end after the failback)."""
         preferred, answered = user.preferred, user.endpoint or ""
         start = user.start_unix_ns / 1e9
         if start < self.flipped_at.get(preferred, 0.0):
             return
-        if answered != preferred and preferred not in self.failed_over:
+        if user.failed_over and preferred not in self.failed_over:
             self.failed_over[preferred], self.flipped_at[preferred] = answered, start
             self.fire("failover", preferred, f"requests for {preferred} answered by {answered}")
         elif answered == preferred and preferred in self.failed_over:
@@ -245,7 +247,8 @@ def _user_line(u: dict[str, Any]) -> str:
     per = f"{u['attempts_per_request']:.3f}" if u["attempts_per_request"] is not None else "n/a"
     return (
         f"User-visible requests: {u['requests']} ({u['errors']} failed, {rate}), {u['attempts']} attempts "
-        f"({per} per request; {u['retried']} retried, {u['hedged']} hedged, {u['failed_over']} failed over). "
+        f"({per} per request; {u['retried']} retried, {u['hedged']} hedged, {u.get('hedged_won', 0)} won by the "
+        f"hedge, {u['failed_over']} failed over). "
         "Locust's table and the rows above count attempts."
     )
 

@@ -17,6 +17,8 @@ What counts where:
   the ratio usage / estimate (signed, so a server that over-counts shows as a ratio above 1).
 - `tpot_tokens` and `tpot_events` sum (output tokens - 1) and (output events - 1) over the attempts with a TPOT: their
   ratio is the tokens the usage counts per output event, which with the stream tail explains TPOT against stream TPOT.
+- `cancelled` counts hedges' losers (docs/failover.md, "Hedging"): attempts, with their tokens and cost, but not
+  errors (`failed` leaves them out, `errors` has no class for them) and, having no complete answer, no timings.
 - `good` counts successful attempts that met the run's per-request SLO (goodput; 0 when the run has none).
 - `usage_rejected` counts attempts whose server usage held a count that was not sane (negative, fractional, absurdly
   large, not a number): those counts were replaced by our estimate.
@@ -51,6 +53,7 @@ HISTOGRAMS = (
 COUNTERS = (
     "requests",
     "ok",
+    "cancelled",
     "prompt_tokens_total",
     "completion_tokens_total",
     "cached_prompt_tokens_total",
@@ -72,6 +75,7 @@ class LLMStatsEntry:
 
     __slots__ = (
         "cached_prompt_tokens_total",
+        "cancelled",
         "completion_dev_over_10pct",
         "completion_dev_pct",
         "completion_tokens",
@@ -132,7 +136,8 @@ class LLMStatsEntry:
 
     @property
     def failed(self) -> int:
-        return self.requests - self.ok
+        """Attempts that went wrong: neither ok nor a hedge's cancelled loser (its user got the winner's answer)."""
+        return self.requests - self.ok - self.cancelled
 
     def histograms(self) -> Iterator[tuple[str, Histogram]]:
         for name in HISTOGRAMS:
@@ -276,6 +281,8 @@ def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord, good: bool 
         if ok:
             e.ok += 1
             e.good += good
+        elif r.status is ErrorClass.CANCELLED:
+            e.cancelled += 1
         else:
             cls = r.status.value
             e.errors[cls] = e.errors.get(cls, 0) + 1

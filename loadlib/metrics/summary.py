@@ -37,8 +37,9 @@ def build_summary(
     """One row per (scenario, endpoint), sorted, plus the total row and the client-saturation verdict.
 
     Top level: meta, duration_s, rows, total, client_saturated (None: not checked), client (Verdict.to_dict or None).
-    A row: name, scenario, endpoint, count, ok, errors_total, error_rate, errors {class: n}, latency_ms {ttft, ttfo,
-    e2e, tpot, stream_tpot, stream_tail, itl: count/mean/p50/p95/p99/max; first_event, ttfb: count/mean/p50/p95},
+    A row: name, scenario, endpoint, count, ok, cancelled (hedge losers, not errors), errors_total, error_rate,
+    errors {class: n}, latency_ms {ttft, ttfo, e2e, tpot, stream_tpot, stream_tail, itl: count/mean/p50/p95/p99/max;
+    first_event, ttfb: count/mean/p50/p95},
     decode {tokens_per_event, tail_per_token_ms} (loadlib.metrics.decode), requests_per_s, ok_per_s,
     output_tokens_per_s (completion tokens of every attempt / duration_s), decode_tokens_per_s {p10, p50, p90},
     prompt/completion/cached_prompt token totals, cost_usd (None when nothing was priced), cost_per_1k_requests
@@ -82,6 +83,7 @@ def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> dict[s
         "endpoint": e.endpoint,
         "count": e.requests,
         "ok": e.ok,
+        "cancelled": e.cancelled,
         "errors_total": e.failed,
         "error_rate": _r(e.failed / e.requests, 6) if e.requests else None,
         "errors": dict(sorted(e.errors.items())),

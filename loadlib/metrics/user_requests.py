@@ -3,8 +3,9 @@
 A user-visible request is one question a user asked, however many attempts it took (retries, a hedge). Attempts are
 counted in loadlib.metrics.stats and in Locust's own table; this collection counts the other population, so the
 summary can show both without counting anything twice: requests and their outcomes by class, attempts they used,
-retries and hedges, failed-over answers, and TTFT and E2E as the user saw them (successful requests only, as for
-attempts). Mergeable like LLMStats: workers ship, the master merges.
+retries and hedges, answers a hedge won and failed-over answers (never both: docs/failover.md, "Hedging"), and TTFT
+and E2E as the user saw them (successful requests only, as for attempts). Mergeable like LLMStats: workers ship, the
+master merges.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from loadlib.errors import ErrorClass
 from loadlib.metrics.histogram import Histogram
 from loadlib.records.user_request import UserRequest
 
-_COUNTS = ("requests", "ok", "attempts", "retried", "hedged", "failed_over")
+_COUNTS = ("requests", "ok", "attempts", "retried", "hedged", "hedged_won", "failed_over")
 
 
 class UserRequestStats:
@@ -41,7 +42,8 @@ class UserRequestStats:
             self.errors[user.status.value] = self.errors.get(user.status.value, 0) + 1
             return
         c["ok"] += 1
-        c["failed_over"] += endpoint != user.preferred
+        c["hedged_won"] += user.hedged_won
+        c["failed_over"] += user.failed_over
         self.e2e.record(user.e2e_ms)
         if user.ttft_ms is not None:
             self.ttft.record(user.ttft_ms)

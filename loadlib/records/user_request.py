@@ -27,6 +27,7 @@ class UserRequest:
     e2e_ms: float
     ttft_ms: float | None
     hedged: bool = False
+    hedged_won: bool = False  # answered by its hedge, which outran an attempt still running (that one: cancelled)
     error_message: str | None = None
 
     @property
@@ -35,8 +36,9 @@ class UserRequest:
 
     @property
     def failed_over(self) -> bool:
-        """Answered, and by another endpoint than the policy's first choice."""
-        return self.ok and self.endpoint != self.preferred
+        """Answered, and by another endpoint than the policy's first choice, and not because a hedge was faster:
+        a hedge that won its race answered for an endpoint that was still working (docs/failover.md)."""
+        return self.ok and self.endpoint != self.preferred and not self.hedged_won
 
     @property
     def end_unix(self) -> float:

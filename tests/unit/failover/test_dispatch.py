@@ -58,7 +58,7 @@ def test_a_failed_attempt_is_retried_on_the_next_endpoint_at_once() -> None:
     waits: list[float] = []
     delivery = d.send(attempt, no_sleep(waits))
     assert [a.endpoint for a in sent] == ["primary", "secondary"] and waits == []
-    assert delivery.ok and delivery.failed_over and delivery.endpoint == "secondary"
+    assert delivery.ok and not delivery.hedged_won and delivery.endpoint == "secondary"
 
 
 def test_no_retry_once_output_reached_the_user() -> None:
@@ -161,7 +161,8 @@ def test_hedging_the_first_token_wins_and_the_loser_is_cancelled_but_counted(pri
     delivery = d.send(attempt)
     statuses = {a.endpoint: a.status for a in delivery.attempts}
     assert statuses == {"primary": ErrorClass.CANCELLED, "secondary": OK}
-    assert delivery.endpoint == "secondary" and delivery.hedged and d.hedges == 1 and d.hedges_won == 1
+    assert delivery.endpoint == "secondary" and delivery.hedged and delivery.hedged_won
+    assert d.hedges == 1 and d.hedges_won == 1
     assert 65 <= delivery.ttft_ms < 150, delivery.ttft_ms  # 50 ms hedge delay + 20 ms first token (+ scheduling)
     assert d.breakers["primary"].state is State.CLOSED
 
@@ -182,3 +183,69 @@ def test_with_hedging_a_fast_failure_is_retried_without_waiting_for_the_hedge_de
     delivery = d.send(attempt)
     assert delivery.ok and delivery.endpoint == "secondary" and not delivery.hedged
     assert time.perf_counter() - start < 0.25  # far below the 500 ms hedge delay
+
+
+def test_a_hedge_answering_after_the_primary_failed_did_not_win_a_race() -> None:
+    """The primary fails (no output) after the hedge was sent: the hedge is simply awaited. Its answer is a failover
+    (the preferred endpoint could not answer), not a hedge win."""
+    d = Dispatcher(pool("primary", "secondary", hedge_after_ms=20.0, retry=RetryConfig(budget=1.0)))
+
+    def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+        assert handle is not None
+        t0 = time.perf_counter()
+        gevent.sleep(0.04 if name == "primary" else 0.06)
+        if name == "primary":
+            return Attempt(name, number, E503, t0, None, 40.0)
+        handle.first_output()
+        return Attempt(name, number, OK, t0, 60.0, 61.0, hedge=hedge)
+
+    delivery = d.send(attempt)
+    assert delivery.ok and delivery.hedged and not delivery.hedged_won and d.hedges_won == 0
+    assert [a.status for a in delivery.attempts] == [E503, OK]
+
+
+def race_until_killed(kill_at_first_output: bool) -> tuple[list[tuple[str, ErrorClass]], list[gevent.Greenlet]]:
+    """A user whose greenlet is killed mid-race (Locust stopping it at the end of a run): the primary never answers,
+    the hedge streams for 5 s. With `kill_at_first_output` the kill comes with the hedge's first token, before the
+    user could cancel the loser; else while neither attempt has output. Returns the attempts that ran to their record
+    and every attempt greenlet."""
+    d = Dispatcher(pool("primary", "secondary", hedge_after_ms=20.0, retry=RetryConfig(budget=1.0)))
+    recorded: list[tuple[str, ErrorClass]] = []
+    spawned: list[gevent.Greenlet] = []
+    user: list[gevent.Greenlet] = []
+
+    def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+        assert handle is not None
+        spawned.append(gevent.getcurrent())
+        t0 = time.perf_counter()
+        status = OK
+        if name == "primary":
+            status = ErrorClass.CANCELLED if handle.cancelled.wait(5.0) else OK
+            gevent.sleep(0.01)  # building the record yields, as the real one may
+        else:
+            gevent.sleep(0.01)
+            if kill_at_first_output:
+                handle.first_output()
+                user[0].kill(block=False)
+            gevent.sleep(5.0)
+        recorded.append((name, status))
+        return Attempt(name, number, status, t0, None, 1.0, hedge=hedge)
+
+    user.append(gevent.spawn(d.send, attempt))
+    if not kill_at_first_output:
+        gevent.sleep(0.05)
+        user[0].kill(block=False)
+    user[0].join(timeout=3.0)
+    assert user[0].dead and d.breakers["primary"].state is State.CLOSED
+    return recorded, spawned
+
+
+def test_a_loser_cancelled_as_the_user_stops_is_still_recorded() -> None:
+    recorded, spawned = race_until_killed(kill_at_first_output=True)
+    assert recorded == [("primary", ErrorClass.CANCELLED)]  # the hedge's stream was cut, as a lone attempt's is
+    assert all(g.dead for g in spawned)
+
+
+def test_a_race_undecided_as_the_user_stops_leaves_no_attempt_running() -> None:
+    recorded, spawned = race_until_killed(kill_at_first_output=False)
+    assert recorded == [] and len(spawned) == 2 and all(g.dead for g in spawned)
