@@ -12,8 +12,15 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from loadlib.locust.health import HealthSampler
-from loadlib.metrics.histogram import Histogram
-from loadlib.metrics.saturation import SaturationThresholds, saturation_verdict
+from loadlib.metrics.saturation import (
+    MEASURED,
+    STARTUP,
+    STOP,
+    SaturationThresholds,
+    WindowSamples,
+    judge_window,
+    window_line,
+)
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table
 from loadlib.metrics.timeline import Timeline
@@ -140,14 +147,15 @@ class StatsPart(MergedPart):
 
 
 class HealthPart(NodePart):
-    """Loop lag and CPU of every load-generating node, merged as histograms; the client-saturation verdict."""
+    """Loop lag and CPU of every load-generating node, merged by part of the run (start-up, measured window, stop);
+    the client-saturation verdict over the measured window, for the run and for each node (a local run's own node
+    included, so the web UI's table by worker is never empty while the run notes judge the client)."""
 
     key = "llm_health"
 
     def __init__(self) -> None:
-        self.loop_lag = Histogram()
-        self.cpu = Histogram()
-        self.by_worker: dict[str, tuple[Histogram, Histogram]] = {}  # (loop lag, CPU) of each worker, for the UI
+        self.phases = _phases()
+        self.by_worker: dict[str, dict[str, WindowSamples]] = {}  # each node's parts of the run, for the UI
         self.sampler: HealthSampler | None = None
         self.thresholds = SaturationThresholds()
 
@@ -158,43 +166,54 @@ class HealthPart(NodePart):
             cpu_percent=float(getattr(opts, "llm_cpu_threshold", 90.0)),
         )
         if ctx.generates_load:
-            self.sampler = self.sampler or HealthSampler(ctx.user_count, ctx.events.worker_health.fire)
+            runner = getattr(getattr(ctx, "environment", None), "runner", None)
+            state = (lambda: str(getattr(runner, "state", ""))) if runner is not None else None
+            limit = self.thresholds.loop_lag_p99_ms
+            self.sampler = self.sampler or HealthSampler(ctx.user_count, ctx.events.worker_health.fire, state, limit)
             self.sampler.start()
 
     def ship(self) -> Any:
         return self.sampler.take() if self.sampler is not None else None
 
     def merge(self, data: Any, worker: str) -> None:
-        lag, cpu = Histogram.from_dict(data["loop_lag_ms"]), Histogram.from_dict(data["cpu_percent"])
-        self.loop_lag.merge(lag)
-        self.cpu.merge(cpu)
-        mine = self.by_worker.setdefault(worker, (Histogram(), Histogram()))
-        mine[0].merge(lag)
-        mine[1].merge(cpu)
+        """One node's payload: the measured window at the top level, start-up and stop under their names."""
+        mine = self.by_worker.setdefault(worker, _phases())
+        for phase, part in _read_phases(data).items():
+            self.phases[phase].merge(part)
+            mine[phase].merge(part)
 
     def reset(self) -> None:
-        self.loop_lag = Histogram()
-        self.cpu = Histogram()
+        self.phases = _phases()
         self.by_worker = {}
 
     def summarize(self, summary: dict[str, Any]) -> None:
         if self.sampler is not None:  # a local run folds in its own latest samples
             self.merge(self.sampler.take(), "local")
         itl = ((summary.get("total") or {}).get("latency_ms") or {}).get("itl") or {}
-        verdict = None
-        if self.loop_lag.count:
-            verdict = saturation_verdict(self.loop_lag, self.cpu, self.thresholds, itl.get("p50"))
+        verdict = judge_window(self.phases, self.thresholds, itl.get("p50"))
         summary["client_saturated"] = verdict.saturated if verdict is not None else None
         summary["client"] = verdict.to_dict() if verdict is not None else None
-        summary["clients"] = {
-            worker: saturation_verdict(lag, cpu, self.thresholds, itl.get("p50")).to_dict()
-            for worker, (lag, cpu) in sorted(self.by_worker.items())
-            if lag.count and worker != "local"
-        }
+        by_node = {w: judge_window(p, self.thresholds, itl.get("p50")) for w, p in sorted(self.by_worker.items())}
+        summary["clients"] = {w: v.to_dict() for w, v in by_node.items() if v is not None}
+
+    def lines(self, summary: dict[str, Any]) -> list[str]:
+        line = window_line(summary.get("client"))
+        return [line] if line else []
 
     def close(self) -> None:
         if self.sampler is not None:
             self.sampler.stop()
+
+
+def _phases() -> dict[str, WindowSamples]:
+    return {MEASURED: WindowSamples(), STARTUP: WindowSamples(), STOP: WindowSamples()}
+
+
+def _read_phases(data: dict[str, Any]) -> dict[str, WindowSamples]:
+    """A node's health payload by part of the run (a payload without start-up or stop parts has only measured)."""
+    parts = {MEASURED: WindowSamples.from_dict(data)}
+    parts.update({phase: WindowSamples.from_dict(data[phase]) for phase in (STARTUP, STOP) if data.get(phase)})
+    return parts
 
 
 class RecordsPart(NodePart):
