@@ -13,7 +13,16 @@ import pytest
 from jsonschema import Draft202012Validator
 from junitparser import JUnitXml
 
-from tests.integration.locust_runs import ROOT, CpuHog, load, run_distributed, wait_for_connected_child
+from tests.integration.locust_runs import (
+    ROOT,
+    CpuHog,
+    headless,
+    load,
+    locust_cmd,
+    run_distributed,
+    wait_for_connected_child,
+)
+from tests.integration.locust_runs import run as run_locust
 
 pytestmark = pytest.mark.integration
 FAILING = "e2e max < 100ms"
@@ -87,3 +96,42 @@ def test_a_failed_threshold_exits_99_and_every_output_names_it(tmp_path: Path) -
     assert 'failures="1"' in xml and "e2e max" in xml and "100 ms" in xml
     text = markdown.read_text()
     assert "**Verdict: FAIL**" in text and "e2e max &lt; 100ms" in text and "**FAIL**" in text
+
+
+K6_FILE = """thresholds:
+  - {threshold: "ttft p50 < 1ms", abortOnFail: true, delayAbortEval: "2s"}
+  - ttft p90 < 5s
+"""
+
+
+def test_a_k6_object_aborts_on_its_own_delay_and_a_p90_is_read_from_the_histograms(tmp_path: Path) -> None:
+    """No --llm-abort-on-fail: the file's abortOnFail alone stops a local run about 2 s in (its delayAbortEval);
+    ttft p90, which no summary row holds, is judged from the merged histogram."""
+    summary, thresholds = tmp_path / "s.json", tmp_path / "t.yaml"
+    thresholds.write_text(K6_FILE)
+    cmd = locust_cmd(*headless(8, 30), "--llm-mock", "ttft_ms=20,itl_ms=5,output_tokens=24")
+    proc = run_locust([*cmd, "--llm-thresholds-file", str(thresholds), "--llm-summary", str(summary)], timeout=30)
+    assert summary.exists(), proc.stderr[-3000:]
+    s = load(summary)
+    assert proc.returncode == 99 and s["verdict"]["status"] == "fail", (proc.returncode, s.get("verdict"))
+    assert s["aborted"]["thresholds"] == ["ttft p50 < 1ms"] and 2 <= s["aborted"]["after_s"] <= 4, s["aborted"]
+    p90 = next(t for t in s["thresholds"] if t["expression"] == "ttft p90 < 5s")
+    assert p90["passed"] is True and p90["value"] >= 20 and "from the histogram" in p90["reason"], p90
+    assert schema_errors(s) == []
+
+
+@pytest.mark.parametrize(
+    ("threshold", "words"),
+    [
+        (" ; ", "no threshold in it, only separators"),
+        ("ttft p95 < 1s, error_rate < 1%", "separate thresholds with ';'"),
+    ],
+    ids=["separators-only", "comma-joined"],
+)
+def test_a_threshold_option_without_a_threshold_or_joined_by_a_comma_is_one_line_exit_2(
+    threshold: str, words: str
+) -> None:
+    proc = run_locust(locust_cmd(*headless(1, 5), "--llm-threshold", threshold), timeout=30)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert words in errors[0] and "targeting the embedded mock" not in proc.stdout, errors
