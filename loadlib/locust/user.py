@@ -277,6 +277,7 @@ class LLMUser(FastHttpUser):
             e2e_ms=delivery.e2e_ms,
             ttft_ms=delivery.ttft_ms,
             hedged=delivery.hedged,
+            hedged_won=delivery.hedged_won,
             error_message=None if delivery.ok else message,
         )
 
@@ -326,11 +327,19 @@ class LLMUser(FastHttpUser):
         return gevent.get_hub().threadpool.apply(tokens.count_text, (text,))
 
     def _report(self, record: RequestRecord) -> None:
-        env = self.environment
+        """Every attempt to the run context (records, LLM statistics, sinks); to Locust's table every attempt but a
+        hedge's cancelled loser: Locust knows only successes and failures, and the loser is neither (its user got an
+        answer), so its failure would fail the run and its success would count a response no user got
+        (docs/failover.md, "Hedging")."""
+        if record.status is not ErrorClass.CANCELLED:
+            self._fire_locust_request(record)
+        self.context.record(record)
+
+    def _fire_locust_request(self, record: RequestRecord) -> None:
         exc = None
         if record.status is not ErrorClass.OK:
             exc = LLMRequestError(f"{record.status.value}: {record.error_message or ''}".rstrip(": "))
-        env.events.request.fire(
+        self.environment.events.request.fire(
             request_type=record.endpoint,
             name=record.scenario,
             response_time=record.e2e_ms or 0.0,
@@ -341,4 +350,3 @@ class LLMUser(FastHttpUser):
             start_time=record.start_unix_ns / 1e9,
             url=None,
         )
-        self.context.record(record)
