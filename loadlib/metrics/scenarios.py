@@ -98,9 +98,21 @@ def document_outcome(r: ScenarioResults, mode: str, outcome: str) -> None:
     r.count(key("long_document", mode, outcome))
 
 
-def document_checks(r: ScenarioResults, mode: str, canary: str | None, billing: str | None) -> None:
-    """What each truncation check said of one answered request (None: that check could not tell)."""
-    r.count(key("long_document", "checks", mode, canary or "none", billing or "none"))
+def document_checks(
+    r: ScenarioResults,
+    mode: str,
+    canary: str | None,
+    billing: str | None,
+    counted: str | None = None,
+    billed_pct: float | None = None,
+) -> None:
+    """What each truncation check said of one answered request (None: that check could not tell), and how the
+    server's prompt count stood to ours (`short` or `whole`; None without usage), which tells a server that billed
+    what it kept from usage counted as sent. `billed_pct` (billed / sent) is kept for an unquoted answer billed short
+    but not short enough for the billing check, so the console can say how much the server kept."""
+    r.count(key("long_document", "checks", mode, canary or "none", billing or "none", counted or "none"))
+    if canary == "missing" and billing == "fits" and counted == "short" and billed_pct is not None:
+        r.observe(key("long_document", "short_billed_pct"), billed_pct)
 
 
 def chunked_document(
@@ -227,7 +239,7 @@ def _long_document(r: ScenarioResults) -> dict[str, Any] | None:
         }
     checks = _select(r, "long_document", "checks")
     if checks:
-        out["checks"] = _truncation_checks(checks)
+        out["checks"] = _truncation_checks(checks, _hist(r, "long_document", "short_billed_pct"))
     probe = _select(r, "long_document", "probe_step")
     if probe:
         steps: dict[int, dict[str, int]] = {}
@@ -249,13 +261,16 @@ def _long_document(r: ScenarioResults) -> dict[str, Any] | None:
 _DISAGREE = (("quoted", "truncated"), ("missing", "fits"))
 
 
-def _truncation_checks(checks: dict[tuple[str, ...], int]) -> dict[str, Any]:
-    """Both checks' counts over answered requests, which one decided how often, and where they disagreed."""
+def _truncation_checks(checks: dict[tuple[str, ...], int], short_pct: Histogram) -> dict[str, Any]:
+    """Both checks' counts over answered requests, which one decided how often, where they disagreed, and for the
+    unquoted answers billing let pass, whether the server counted the prompt short (it billed what it kept) or whole
+    (the usage counted the prompt as sent)."""
     canary = {"quoted": 0, "missing": 0}
     billing = {"fits": 0, "truncated": 0, "unverified": 0}
     decided = {"canary": 0, "billing": 0}
-    disagree = 0
-    for (_, seen, billed), n in checks.items():
+    missing_fits = {"counted_short": 0, "counted_whole": 0}
+    disagree = quoted_truncated = 0
+    for (_, seen, billed, *rest), n in checks.items():
         if seen in canary:
             canary[seen] += n
             decided["canary"] += n
@@ -264,7 +279,21 @@ def _truncation_checks(checks: dict[tuple[str, ...], int]) -> dict[str, Any]:
         if billed in billing:
             billing[billed] += n
         disagree += n if (seen, billed) in _DISAGREE else 0
-    return {"canary": canary, "billing": billing, "decided_by": decided, "disagree": disagree}
+        quoted_truncated += n if (seen, billed) == ("quoted", "truncated") else 0
+        if (seen, billed) == ("missing", "fits"):
+            missing_fits["counted_short" if rest[:1] == ["short"] else "counted_whole"] += n
+    return {
+        "canary": canary,
+        "billing": billing,
+        "decided_by": decided,
+        "disagree": disagree,
+        "missing_fits": {**missing_fits, "short_billed_pct": _range(short_pct)},
+        "quoted_truncated": quoted_truncated,
+    }
+
+
+def _range(h: Histogram) -> dict[str, float] | None:
+    return {"min": round(h.min, 1), "max": round(h.max, 1)} if h.count else None
 
 
 def _checks_line(c: dict[str, Any]) -> str:
@@ -275,14 +304,62 @@ def _checks_line(c: dict[str, Any]) -> str:
         f"no usage {_n(billing['unverified'])}; decided by the canary on {_n(decided['canary'])} requests, by "
         f"billing on {_n(decided['billing'])}"
     )
-    if c["disagree"]:
-        line += (
-            f"; the two disagree on {_n(c['disagree'])} (the usage is not what the backend processed: a gateway "
-            "counting for itself?)"
+    return line + (f"; the two disagree on {_n(c['disagree'])}" if c["disagree"] else "")
+
+
+UNQUOTED = "{n} of {of} answers did not quote the document's reference code"
+
+
+def truncation_hints(c: dict[str, Any]) -> list[str]:
+    """What the checks' disagreements show, one sentence each, saying only what the counts support. An unquoted
+    answer billed as fitting is a truncation the usage did not see, or a model that will not quote: only answers
+    that did quote tell the two apart (the model quotes, so the misses are cuts), so without any the hint says how
+    to tell and never advises turning off the one check that saw a problem. A prompt counted short is the server
+    billing what it kept, never a gateway's count (docs/scenarios.md, "Truncation checks")."""
+    canary, mf = c["canary"], c.get("missing_fits") or {}
+    of = canary["quoted"] + canary["missing"]
+    out = []
+    if mf.get("counted_short"):
+        out.append(_short_hint(mf["counted_short"], of, mf.get("short_billed_pct")))
+    if mf.get("counted_whole"):
+        out.append(_whole_hint(mf["counted_whole"], of, canary["quoted"]))
+    if c.get("quoted_truncated"):
+        out.append(
+            f"{_n(c['quoted_truncated'])} answers quoted the reference code though billing said truncated: the end of "
+            "the document reached the model; the server counts fewer prompt tokens than our tokenizer, or dropped "
+            "part of the middle"
         )
-    if canary["missing"] and not canary["quoted"] and billing["fits"]:
-        line += "; if the model never quotes reference codes, turn the content check off: --doc-canary off"
-    return line
+    return out
+
+
+def _short_hint(n: int, of: int, pct: dict[str, float] | None) -> str:
+    kept = f" ({_pct_range(pct)} of them)" if pct else ""
+    return (
+        f"{UNQUOTED.format(n=_n(n), of=_n(of))} and the server counted fewer prompt tokens than were sent{kept}, "
+        "within --doc-truncation-ratio: the server most likely kept only part of the document and billed what it kept"
+    )
+
+
+def _pct_range(pct: dict[str, float]) -> str:
+    lo, hi = pct["min"], pct["max"]
+    return f"{lo:.0f} %" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f} %"
+
+
+def _whole_hint(n: int, of: int, quoted: int) -> str:
+    head = f"{UNQUOTED.format(n=_n(n), of=_n(of))} while usage said the prompt fit"
+    if quoted:
+        return (
+            f"{head}: the end of the document most likely never reached the model; other answers quoted theirs "
+            f"({_n(quoted)}), so the model does quote, and the usage counted the prompt as sent, not what the model "
+            "kept (a gateway counting the prompt itself?)"
+        )
+    return (
+        f"{head}: the end of the document most likely never reached the model (the usage counted the prompt as "
+        "sent), unless the model does not quote reference codes at all; no answer quoted one, so this run cannot "
+        "tell which. Add a document far inside the context (e.g. --doc-tokens 1000,16000): if its code is quoted, "
+        "the long ones were cut; if it is missing too, the model does not quote, and only then is --doc-canary off "
+        "the way out"
+    )
 
 
 def _compliance(r: ScenarioResults) -> dict[str, Any] | None:
@@ -374,6 +451,7 @@ def render_scenarios(summary: dict[str, Any]) -> str:
             out.append("long_document (whole): " + ", ".join(f"{k} {_n(v)}" for k, v in whole.items()))
         if doc.get("checks"):
             out.append(_checks_line(doc["checks"]))
+            out += [f"  {hint}" for hint in truncation_hints(doc["checks"])]
         ch = doc.get("chunked")
         if ch:
             out.append(

@@ -145,6 +145,13 @@ def deviation_pct(usage: int | None, estimate: int | None) -> float | None:
     return (estimate - usage) * 100.0 / usage
 
 
+def counted_short(usage: int | None, estimate: int | None) -> bool | None:
+    """Whether the server counted over DEVIATION_LIMIT_PCT fewer tokens than our estimate (`disagrees`, one way):
+    a server billing what it kept of a prompt, where a count of the prompt as sent agrees. None: nothing compares."""
+    dev = deviation_pct(usage, estimate)
+    return None if dev is None else dev > DEVIATION_LIMIT_PCT
+
+
 def disagrees(*pairs: tuple[int | None, int | None]) -> bool | None:
     """Whether any (server count, estimate) pair is off by over DEVIATION_LIMIT_PCT; None when none compares."""
     devs = [d for d in (deviation_pct(u, e) for u, e in pairs) if d is not None]

@@ -32,6 +32,8 @@ from loadlib.locust.user import Reply
 from loadlib.metrics import scenarios as results
 from loadlib.options import DOC_MODES
 from loadlib.records import tokens
+from loadlib.records.build import counted_short
+from loadlib.records.record import RequestRecord
 from loadlib.scenarios.base import ScenarioSpec, ScenarioUser, parse_ints, positive, prompt_tokens
 from loadlib.scenarios.documents import (
     FITS,
@@ -159,6 +161,16 @@ def with_canary(doc: Document, key: str | None = None) -> tuple[Document, str]:
     return dataclasses.replace(doc, text=text, tokens=doc.tokens + tokens.count_text(text[len(doc.text) :])), code
 
 
+def prompt_count(record: RequestRecord) -> tuple[str | None, float | None]:
+    """How the server's prompt count stands to what we sent: `short` when it counted over 10 % fewer (it billed what
+    it kept), else `whole` (it counted the prompt as sent); with billed / sent in %. (None, None) without usage."""
+    billed, sent = record.prompt_tokens, record.prompt_tokens_est
+    short = counted_short(billed, sent)
+    if short is None or billed is None or not sent:
+        return None, None
+    return ("short" if short else "whole"), billed / sent * 100.0
+
+
 def validate(opts: Any) -> None:
     if opts.doc_mode not in DOC_MODES:
         raise ConfigError(f"--doc-mode must be one of {', '.join(DOC_MODES)}, got {opts.doc_mode!r}")
@@ -209,7 +221,7 @@ class LongDocumentUser(ScenarioUser):
         seen = canary_verdict(reply.result, code)
         billed = billing_verdict(reply.record, self.ctx.truncation_ratio)
         if seen is not None or billed is not None:
-            results.document_checks(self.found, mode, seen, billed)
+            results.document_checks(self.found, mode, seen, billed, *prompt_count(reply.record))
         return outcome_of(reply.record, seen), reply, estimate
 
     @task

@@ -125,7 +125,21 @@ def test_truncation_behind_a_gateway_is_caught_by_the_canary(tmp_path: Path, cac
     assert checks["billing"]["truncated"] == 0 and checks["billing"]["fits"] == whole["fits"] + whole["truncated"]
     assert checks["canary"] == {"quoted": whole["fits"], "missing": whole["truncated"]}
     assert checks["disagree"] == whole["truncated"] and checks["decided_by"]["billing"] == 0
-    assert "the two disagree on" in s["_stdout"]
+    assert checks["missing_fits"]["counted_whole"] == whole["truncated"], "the usage counted the prompt as sent"
+    assert "the two disagree on" in s["_stdout"] and "a gateway counting the prompt itself?" in s["_stdout"]
+
+
+def test_every_document_cut_behind_a_gateway_keeps_the_canary_on(tmp_path: Path, cache: Path) -> None:
+    """Issue 21: every document cut at 6,000 tokens behind a gateway reporting the prompt as sent. No answer quotes
+    its code, so the run cannot tell a cut from a model that will not quote: the hint says both and how to tell, and
+    never advises --doc-canary off outright (following that turned 32 of 32 truncations into fits)."""
+    mock = "truncate_to=6000,usage_prompt=sent,ttft_ms=5,itl_ms=1"
+    s = scenario(tmp_path, cache, "long_document", "--doc-tokens", "16000", "--llm-mock", mock, seconds=3)
+    whole = s["scenarios"]["long_document"]["whole"]
+    assert whole["truncated"] > 0 and whole["fits"] == 0, whole
+    (hint,) = [line for line in s["_stdout"].splitlines() if "did not quote" in line]
+    assert f"{whole['truncated']} of {whole['truncated']} answers" in hint and "cannot tell which" in hint
+    assert "only then is --doc-canary off" in hint and "gateway" not in hint
 
 
 def test_chunked_summaries_report_the_overlap_overhead(tmp_path: Path, cache: Path) -> None:
