@@ -102,12 +102,8 @@ class _Tool:
 
 
 def _usage_source(choices: Any, flags: int) -> str:
-    """`final_chunk` when the usage shared its chunk with output or a finish reason, else `stream`: a chunk of its
-    own, even when it carries empty choices (LiteLLM sends `choices: [{"delta": {}}]` or `[]` after the finish
-    chunk). Only called for a chunk with usage; `choices` was already checked to be a list of objects."""
-    if flags & OUTPUT or (choices and any(ch.get("finish_reason") for ch in choices)):
-        return USAGE_FINAL_CHUNK
-    return USAGE_STREAM
+    """`final_chunk` if usage shares its chunk with output or a finish reason, else its own (LiteLLM's empty delta)."""
+    return USAGE_FINAL_CHUNK if flags & OUTPUT or any(c.get("finish_reason") for c in choices or ()) else USAGE_STREAM
 
 
 class OpenAIChatParser:
