@@ -109,7 +109,7 @@ class FailoverPart(NodePart):
             return
         self.hedge_event_at = now
         d = self.dispatcher
-        self.fire("hedge", "", f"{d.hedges} hedges sent so far, {d.hedges_won} answered first")
+        self.fire("hedge", "", f"{d.hedges} hedges sent so far, {d.hedges_won} won their race")
 
     # events
 
@@ -249,7 +249,7 @@ def _user_line(u: dict[str, Any]) -> str:
         f"User-visible requests: {u['requests']} ({u['errors']} failed, {rate}), {u['attempts']} attempts "
         f"({per} per request; {u['retried']} retried, {u['hedged']} hedged, {u.get('hedged_won', 0)} won by the "
         f"hedge, {u['failed_over']} failed over). "
-        "Locust's table and the rows above count attempts."
+        "The rows above count attempts, as Locust's table does but for hedges' cancelled losers."
     )
 
 
