@@ -161,9 +161,10 @@ OPTIONS: tuple[Option, ...] = (
         "--llm-stop-on-fatal-s",
         LIMITS,
         5.0,
-        "Stop the run (exit code 2, one line naming the cause) when every request of its first N seconds failed in "
-        "a way that cannot heal by itself: TLS certificate, host name, HTTP 401/403/404. Users back off after such a "
-        "failure either way. 0 = never stop (to measure exactly that).",
+        "Stop the run (verdict FATAL, exit code 2, one line naming the cause) when every request of its first N "
+        "seconds failed in a way that will not heal by itself: TLS certificate, host name, HTTP 401/403/404, or "
+        "nothing accepting connections at the address. Users back off after the first kinds either way. 0 = never "
+        "stop (to measure exactly that; the thresholds then judge the errors).",
     ),
     # failover
     _o(

@@ -50,6 +50,6 @@ class FatalStop:
         self.decided = True
         worst = self.causes.most_common(1)[0][0]
         return (
-            f"all {self.attempts} requests of the first {elapsed:.0f} s failed in a way that cannot heal by itself: "
-            f"{worst} (stopping; --llm-stop-on-fatal-s 0 keeps going)"
+            f"all {self.attempts} requests of the first {elapsed:.0f} s failed: {worst} (stopping; "
+            "--llm-stop-on-fatal-s 0 keeps going)"
         )

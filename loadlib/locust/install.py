@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import gevent
 from gevent import get_hub
-from locust.runners import WorkerRunner
+from locust import log as locust_log
+from locust.runners import STATE_RUNNING, STATE_SPAWNING, WorkerRunner
 
 import argparse
 import gc
@@ -28,7 +29,7 @@ from loadlib.locust.checks import PLACEHOLDER_HOST, check_output_path, check_out
 from loadlib.locust.context import RunContext, context
 from loadlib.locust.drills import DRILL_MESSAGE, DrillDriver, mock_base_url, start_pool_mocks, stop_mocks
 from loadlib.locust.embedded_mock import start_embedded_mock
-from loadlib.locust.report_out import records_for_report, report_failed, write_report
+from loadlib.locust.report_out import records_for_report, write_report
 from loadlib.locust.verdict_part import thresholds_from_options
 from loadlib.locust.weblogin import credentials
 from loadlib.outputs.junit import write_junit
@@ -37,6 +38,7 @@ from loadlib.outputs.summary import force_exit_code, write_summary
 from loadlib.records import tokens
 from loadlib.redact import install_log_filter
 from loadlib.settings import new_run_id, pool_data, resolve_pool, secrets_of
+from loadlib.verdicts import verdict as verdicts
 
 log = logging.getLogger("loadlib")
 FATAL_MESSAGE = "loadlib_fatal"
@@ -89,9 +91,13 @@ def on_init(environment: Any, **_: Any) -> None:
     if ctx.is_master:
         ctx.gate = handshake.Gate(environment)  # first: a worker may say hello while the checks below run
     _prepare_master_or_local(ctx)
+    # registered after the runner's own listener, so it runs first (quitting fires in reverse): a master's listener
+    # stops the test, after which a signal could no longer be told from a run that ended on its own
+    environment.events.quitting.add_listener(lambda **__: _note_interruption(ctx))
     if ctx.is_master:
         environment.runner.register_message(FATAL_MESSAGE, lambda msg, **__: stop_run(ctx, str(msg.data)))
         ctx.workers.attach(environment)
+        _watch_worker_wait(ctx)
     if environment.web_ui:
         from loadlib.locust.webui import install_tab
 
@@ -108,6 +114,40 @@ def wire(ctx: RunContext) -> None:
     events.worker_report.add_listener(lambda client_id, data, **__: ctx.merge(str(client_id), data))
     events.reset_stats.add_listener(lambda **__: ctx.reset())
     events.quit.add_listener(lambda **__: on_quit(ctx))
+
+
+def _watch_worker_wait(ctx: RunContext) -> None:
+    """Locust's headless master gives up waiting for --expect-workers with a quit and exit code 1, before any event
+    a summary could hang on: catch that quit and end `not_started` (exit code 2), with every output written."""
+    runner = ctx.environment.runner
+    quit_runner = runner.quit
+
+    def quit_or_give_up() -> None:
+        reason = _workers_missing(ctx)
+        quit_runner()
+        if reason is None:
+            return
+        ctx.verdicts.not_started = reason
+        on_quitting(ctx)
+        on_quit(ctx)
+        raise SystemExit(verdicts.EXIT_CODES["not_started"])  # in place of Locust's exit code 1
+
+    runner.quit = quit_or_give_up
+
+
+def _workers_missing(ctx: RunContext) -> str | None:
+    """Why a headless master quits before its test started, when that is the workers it waited for (a signal while
+    waiting is an interruption instead)."""
+    opts, runner = ctx.options, ctx.environment.runner
+    expected = int(getattr(opts, "expect_workers", 1) or 1)
+    ready = len(runner.clients.ready)
+    if ctx.started_at is not None or ctx.verdicts.interrupted or not opts.headless or ready >= expected:
+        return None
+    wait = getattr(opts, "expect_workers_max_wait", 0) or 0
+    return (
+        f"only {ready} of {expected} workers connected within {wait:g} s (--expect-workers-max-wait): the test "
+        f"never started; check that every worker is running and reaches the master on port {opts.master_bind_port}"
+    )
 
 
 def _prepare_master_or_local(ctx: RunContext) -> None:
@@ -215,12 +255,16 @@ def on_test_start(ctx: RunContext) -> None:
 
 
 def _watch_thresholds(ctx: RunContext) -> None:
-    """With --llm-abort-on-fail, the master (or local runner) evaluates the thresholds during the run."""
-    if ctx.is_worker or not getattr(ctx.options, "llm_abort_on_fail", False) or not ctx.verdicts.thresholds:
+    """When a threshold may abort the run (its own abortOnFail, else --llm-abort-on-fail), the master (or local
+    runner) evaluates the thresholds during the run (loadlib.locust.abort)."""
+    if ctx.is_worker:
         return
+    on_fail = bool(getattr(ctx.options, "llm_abort_on_fail", False))
     delay = float(getattr(ctx.options, "llm_abort_delay", 10.0) or 0.0)
-    ctx.abort = AbortWatch(ctx, delay, lambda: end_run(ctx))
-    ctx.abort.start()
+    watch = AbortWatch(ctx, delay, lambda: end_run(ctx), on_fail=on_fail)
+    if watch.rules:
+        ctx.abort = watch
+        watch.start()
 
 
 def _quiet_gc() -> None:
@@ -240,10 +284,20 @@ def on_test_stop(ctx: RunContext) -> None:
     ctx.stop()
 
 
+def _note_interruption(ctx: RunContext) -> None:
+    """Quitting while the test runs (or, headless, before it started) is a signal: -t, an abort, a fatal stop and
+    the web UI's stop button all stop the test first."""
+    runner = ctx.environment.runner
+    running = runner.state in (STATE_SPAWNING, STATE_RUNNING)
+    waiting = ctx.started_at is None and bool(getattr(ctx.options, "headless", False))
+    if (running or waiting) and not ctx.verdicts.fatal and not ctx.verdicts.not_started:
+        ctx.verdicts.interrupted = True
+
+
 def on_quitting(ctx: RunContext) -> None:
-    """Before Locust settles its exit code: the final summary, and when it has a verdict (thresholds, drills, or an
-    incomplete distributed run) the verdict sets the exit code (Locust's any-failure rule would fail every drill and
-    every run that expects some errors), unless loadlib already set one (a start-up or fatal stop)."""
+    """Before Locust settles its exit code: the final summary and its verdict, which sets the exit code. With
+    thresholds, drills, an incomplete run or a stop of ours, the verdict decides (Locust's any-failure rule would
+    fail every drill and every run that expects some errors); without, Locust's rule, stated as a verdict line."""
     ctx.sinks.close()
     if ctx.is_worker or ctx.options is None:
         return
@@ -252,43 +306,47 @@ def on_quitting(ctx: RunContext) -> None:
     if ctx.stopped_at is None:
         ctx.stopped_at = time.time()
     ctx.final_summary = ctx.summary()
-    outcome = ctx.final_summary.get("verdict")
-    if outcome is not None and ctx.environment.process_exit_code is None:
-        ctx.environment.process_exit_code = outcome["exit_code"]
+    outcome = ctx.final_summary.get("verdict") or _locust_rule(ctx)
+    ctx.final_summary["verdict"] = outcome
+    ctx.environment.process_exit_code = outcome["exit_code"]
+
+
+def _locust_rule(ctx: RunContext) -> dict[str, Any]:
+    """Locust's own exit code for a run without a verdict (its shutdown's rule), as a verdict to print."""
+    runner = ctx.environment.runner
+    code = 0
+    if len(runner.errors) or len(runner.exceptions):
+        code = int(getattr(ctx.options, "exit_code_on_error", 1))
+    elif locust_log.unhandled_greenlet_exception:
+        code = 2
+    return verdicts.no_verdict(int(runner.stats.total.num_failures), code)
 
 
 def on_quit(ctx: RunContext) -> None:
-    """Close every part; on the master or a local runner print the summary and write it (a failed write keeps the
-    printed table and fails the run), then stop the embedded mock."""
+    """Close every part; on the master or a local runner write the outputs, then print the summary with the verdict
+    the process exits with (an output that could not be written makes it exit 2, and the verdict line says so),
+    then stop the embedded mocks."""
     ctx.close()
     if ctx.is_worker or ctx.options is None:
         return
     if ctx.stopped_at is None:
         ctx.stopped_at = time.time()
-    final = ctx.final_summary  # with a verdict, print what set the exit code; else the latest (late worker reports)
-    summary = final if final is not None and final.get("verdict") else ctx.summary()
-    print("\n".join(ctx.lines(summary)), flush=True)
-    _write_ci_outputs(ctx, summary)
-    problem = write_report(ctx.options, summary, ctx.redact)
-    if problem:
-        report_failed(problem)
-        force_exit_code(2)
-    path = ctx.options.llm_summary
-    if path:
-        problem = write_summary(path, summary, ctx.redact)
-        if problem:
-            sys.stderr.write(f"error: {problem}\n")
-            force_exit_code(2)
-        else:
-            print(f"loadlib: LLM summary written to {path}", flush=True)
+    summary = ctx.final_summary if ctx.final_summary is not None else ctx.summary()
+    problems, notes = _write_outputs(ctx, summary)
+    if problems:
+        summary["verdict"] = _output_failed(problems, summary.get("verdict"))
+        force_exit_code(2)  # Locust has settled its exit code by now
+    print("\n".join([*ctx.lines(summary), *notes]), flush=True)
+    for problem in problems:
+        sys.stderr.write(f"error: {problem}\n")
     if ctx.mock is not None:
         ctx.mock.stop()
     stop_mocks(ctx.mocks)
 
 
-def _write_ci_outputs(ctx: RunContext, summary: dict[str, Any]) -> None:
-    """JUnit and Markdown when asked for; the Markdown also goes to GitHub's step summary inside Actions. A file that
-    cannot be written is one line and exit code 2, like the JSON summary."""
+def _write_outputs(ctx: RunContext, summary: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """JUnit, Markdown (also to GitHub's step summary inside Actions), the HTML report and the JSON summary, each
+    when asked for: the problems (one line each) and the notes to print."""
     opts = ctx.options
     problems = []
     if opts.llm_junit:
@@ -297,21 +355,32 @@ def _write_ci_outputs(ctx: RunContext, summary: dict[str, Any]) -> None:
         problems.append(write_markdown(opts.llm_markdown, summary, redact=ctx.redact))
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         problems.append(append_step_summary(ctx.redact(markdown_summary(summary))))
-    for problem in filter(None, problems):
-        sys.stderr.write(f"error: {problem}\n")
-        force_exit_code(2)
+    problems.append(write_report(opts, summary, ctx.redact))
+    notes = []
+    if opts.llm_summary:
+        problem = write_summary(opts.llm_summary, summary, ctx.redact)
+        problems.append(problem)
+        notes += [] if problem else [f"loadlib: LLM summary written to {opts.llm_summary}"]
+    return [p for p in problems if p], notes
+
+
+def _output_failed(problems: list[str], outcome: dict[str, Any] | None) -> dict[str, Any]:
+    """The verdict once an output could not be written: exit code 2, the run's own verdict kept among the reasons."""
+    own = [f"the run itself: {verdicts.verdict_line(outcome)}"] if outcome else []
+    return {"status": "config_error", "exit_code": verdicts.EXIT_CODES["config_error"], "reasons": [*problems, *own]}
 
 
 def stop_run(ctx: RunContext, message: str) -> None:
-    """Stop a run that cannot succeed: one line and exit code 2 (headless) or a stopped test (web UI). A worker
-    hands the verdict to its master, which stops every worker."""
+    """Stop a run that cannot succeed: one line now, and the verdict `fatal` with exit code 2 (headless) or a stopped
+    test (web UI). A worker hands the line to its master, which stops every worker."""
     runner = ctx.environment.runner
     if isinstance(runner, WorkerRunner):
         runner.send_message(FATAL_MESSAGE, message)
         return
     sys.stderr.write(f"error: {message}\n")
     sys.stderr.flush()
-    ctx.environment.process_exit_code = 2
+    if not ctx.verdicts.fatal:
+        ctx.verdicts.fatal = message  # the verdict: `fatal`, exit code 2
     end_run(ctx)
 
 

@@ -8,7 +8,6 @@ is all of them on one machine or a shared volume; otherwise it says how to build
 from __future__ import annotations
 
 import glob
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,3 @@ def write_report(options: Any, summary: dict[str, Any], redact: Any) -> str | No
     if problem is None:
         print(f"loadlib: run report written to {path} ({len(records)} attempts from {len(files)} file(s))", flush=True)
     return problem
-
-
-def report_failed(problem: str) -> None:
-    sys.stderr.write(f"error: {problem}\n")

@@ -182,7 +182,7 @@ class LLMUser(FastHttpUser):
         except Exception as exc:  # a bug of ours (or of a scenario check): still one counted attempt
             record = self._internal_error_record(rt, target, outcome, facts, exc)
         self._report(record)
-        self._after_attempt(outcome.fatal)
+        self._after_attempt(outcome.fatal, outcome.unreachable)
         done = Attempt(target.name, facts["attempt"], record.status, outcome.t0, record.ttft_ms, record.e2e_ms)
         done.headers, done.hedge, done.value = outcome.headers, facts["hedge"], (record, outcome.result)
         return done
@@ -301,9 +301,9 @@ class LLMUser(FastHttpUser):
             error_message=user.error_message,
         )
 
-    def _after_attempt(self, fatal: str | None) -> None:
+    def _after_attempt(self, fatal: str | None, unreachable: str | None = None) -> None:
         """Tell the run's fatal-stop watch; after a failure that cannot heal, back off instead of spinning."""
-        verdict = self.context.fatal.observe(fatal)
+        verdict = self.context.fatal.observe(fatal or unreachable)
         if verdict is not None:
             stop_run(self.context, verdict)
         self._fatal_streak = self._fatal_streak + 1 if fatal else 0

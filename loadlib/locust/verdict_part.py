@@ -11,17 +11,16 @@ from typing import Any
 from loadlib.errors import ConfigError
 from loadlib.locust.parts import Node, NodePart
 from loadlib.verdicts import verdict as verdicts
-from loadlib.verdicts.evaluate import evaluate
+from loadlib.verdicts.evaluate import Histograms, evaluate, stats_histograms
 from loadlib.verdicts.goodput import parse_request_slo
 from loadlib.verdicts.slo import applicable, combine, scenario_defaults
-from loadlib.verdicts.thresholds import Threshold, load_file, parse_all
+from loadlib.verdicts.thresholds import Threshold, load_file, parse_option
 
 
 def thresholds_from_options(options: Any, slos: Mapping[str, Sequence[str]] | None = None) -> list[Threshold]:
     """Every threshold of the run: the user's, then the scenario SLO defaults (`slos`: scenario -> expressions) they
     do not restate. ConfigError (one line) on the first that does not parse."""
-    written = [t for t in str(getattr(options, "llm_threshold", "") or "").split(";") if t.strip()]
-    found = parse_all(written)
+    found = parse_option(getattr(options, "llm_threshold", ""))
     path = str(getattr(options, "llm_thresholds_file", "") or "")
     user = found + (load_file(path) if path else [])
     _check_goodput(user, options)
@@ -42,24 +41,32 @@ def _check_goodput(thresholds: Sequence[Threshold], options: Any) -> None:
 
 
 class VerdictPart(NodePart):
-    """`aborted` is set by the abort watch (loadlib.locust.abort) when a lost threshold stopped the run, `interrupted`
-    at quit when a signal ended a test that was still running."""
+    """How the run ended, for its verdict: `aborted` is set by the abort watch (loadlib.locust.abort) when a lost
+    threshold stopped the run, `interrupted` at quit when a signal ended a test that was still running, `fatal` (the
+    one line) when a run that could only fail was stopped, `not_started` when the workers it waited for never came."""
 
     def __init__(self, slos: Mapping[str, Sequence[str]] | None = None) -> None:
         self.slos = dict(slos or {})
         self.thresholds: list[Threshold] = []
         self.aborted: dict[str, Any] | None = None
         self.interrupted = False
+        self.fatal: str | None = None
+        self.not_started: str | None = None
+        self.histograms: Histograms | None = None  # percentiles the summary rows do not hold (p90, p99.9)
 
     def start(self, ctx: Node) -> None:
-        self.aborted, self.interrupted = None, False
+        self.aborted, self.interrupted, self.fatal = None, False, None
         if not ctx.is_worker:
             self.thresholds = thresholds_from_options(ctx.options, self.slos)
+            stats = getattr(getattr(ctx, "stats", None), "stats", None)  # the run context's StatsPart
+            self.histograms = stats_histograms(stats) if stats is not None else None
 
     def summarize(self, summary: dict[str, Any]) -> None:
         summary["aborted"] = self.aborted
         summary["interrupted"] = self.interrupted
-        results = evaluate(applicable(self.thresholds, summary), summary)
+        summary["fatal"] = self.fatal
+        summary["not_started"] = self.not_started
+        results = evaluate(applicable(self.thresholds, summary), summary, histograms=self.histograms)
         outcome = verdicts.verdict(results, summary)
         if results:
             summary["thresholds"] = results

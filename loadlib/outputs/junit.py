@@ -25,12 +25,8 @@ from loadlib.outputs.summary import write_text
 
 SUITE_NAME = "loadlib thresholds"
 CLIENT_CASE = "client not saturated"
-BAD_VERDICTS = (
-    "invalid",
-    "incomplete",
-    "interrupted",
-    "config_error",
-)  # a run whose figures cannot be judged: an <error>
+# a run whose figures cannot be judged, or that could not be made: an <error>
+BAD_VERDICTS = ("invalid", "incomplete", "interrupted", "config_error", "fatal", "not_started")
 # characters XML 1.0 cannot carry at all (a server's error text may hold them): replaced, or no reader parses the file
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -143,6 +139,9 @@ def verdict_cases(summary: Mapping[str, Any]) -> list[Case]:
         message = f"aborted after {aborted.get('after_s', 0):.1f} s (--llm-abort-on-fail)"
         detail = "\n".join(str(r) for r in aborted.get("reasons") or [])
         return [Case("run verdict", "loadlib.run", "failure", message, detail, "aborted")]
+    if status == "errors":  # no thresholds: Locust's rule failed the run on its failed requests
+        reason = "; ".join(str(r) for r in verdict.get("reasons") or [])
+        return [Case("run verdict", "loadlib.run", "failure", reason, reason, "errors")]
     if status not in BAD_VERDICTS:
         return []
     reasons = [str(r) for r in verdict.get("reasons") or []] or [str(status)]

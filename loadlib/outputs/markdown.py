@@ -30,6 +30,9 @@ STATUS_WORDS = {
     "incomplete": "INCOMPLETE",
     "interrupted": "INTERRUPTED",
     "config_error": "CONFIG ERROR",
+    "fatal": "FATAL",
+    "not_started": "NOT STARTED",
+    "errors": "ERRORS",
 }
 _TO_UNIT = {"s": 1e-3, "%": 100.0}  # base units (ms, fractions) -> the unit the threshold was written in
 _SPECIAL = re.compile(r"([\\`*|\[\]])")  # not `_`: GitHub never emphasises inside a word (support_chat)

@@ -54,7 +54,9 @@ class StreamOutcome:
     """Raw measurements of one attempt, in ms from t0. Turned into a RequestRecord by the caller.
 
     `fatal` names a cause that cannot heal by itself (certificate, name resolution, credentials, unknown path or
-    model): users back off, and a run whose first seconds fail only that way stops."""
+    model): users back off, and a run whose first seconds fail only that way stops. `unreachable` names an address
+    where nothing accepts the connection: a run whose first seconds see only that stops too, but users do not back
+    off (it heals when the server comes back, and a pool fails over at once)."""
 
     status: ErrorClass = ErrorClass.OK
     message: str | None = None
@@ -74,6 +76,7 @@ class StreamOutcome:
     headers: dict[str, str] = field(default_factory=dict)
     headers_read_at: float = 0.0  # arrival of the bytes read with the headers (perf_counter), stamp of a body start
     fatal: str | None = None
+    unreachable: str | None = None
     opening: bytearray = field(default_factory=bytearray)  # the body's first bytes while no event has come
 
 
@@ -197,6 +200,15 @@ def _classify_connect_failure(out: StreamOutcome, exc: Exception, conn: Connecti
         out.fatal = out.message = f"cannot resolve the host name {host} ({short(str(exc))})"
     else:
         out.message = f"cannot connect to {conn.endpoint.base_url} ({name})"
+        if isinstance(exc, OSError) and exc.errno in _CONNECT_ERRNOS:
+            out.unreachable = f"cannot connect to {conn.endpoint.base_url}: {_errno_text(exc)}"
+
+
+def _errno_text(exc: OSError) -> str:
+    """`connection refused (nothing listens there)`, or the system's words for the other unreachable causes."""
+    if exc.errno == errno.ECONNREFUSED:
+        return "connection refused (nothing listens at that address and port: is the server running?)"
+    return f"{(exc.strerror or type(exc).__name__).lower()} (check the address and the network)"
 
 
 def _parse_error(exc: HTTPParseError) -> str:

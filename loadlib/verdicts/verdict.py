@@ -10,40 +10,92 @@ from typing import Any
 
 from loadlib.verdicts.thresholds import METRICS
 
-# 130 = 128 + SIGINT, what a shell reports for a command stopped with Ctrl-C (SIGTERM gives the same here)
-EXIT_CODES = {"pass": 0, "fail": 99, "invalid": 3, "incomplete": 3, "config_error": 2, "interrupted": 130}
+# 130 = 128 + SIGINT, what a shell reports for a command stopped with Ctrl-C (SIGTERM gives the same here); 2 is
+# a run that could not be made: bad input, an endpoint that cannot be used, workers that never came
+EXIT_CODES = {
+    "pass": 0,
+    "fail": 99,
+    "invalid": 3,
+    "incomplete": 3,
+    "interrupted": 130,
+    "config_error": 2,
+    "fatal": 2,
+    "not_started": 2,
+}
 
 
 def verdict(results: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any] | None:
-    """{"status", "exit_code", "reasons"}, or None when the run has neither thresholds nor drills and is complete.
+    """{"status", "exit_code", "reasons"}, or None when nothing decides (no thresholds, no drills, a complete run
+    that ended on its own): then Locust's rule stays (`no_verdict`).
 
-    A run that lost a worker or ran under its intended load (loadlib.metrics.integrity) is `incomplete`, with or
-    without thresholds: its numbers describe another run than the one asked for. An interrupted run (stopped by a
-    signal before its end) is `interrupted` whatever its numbers say: it did not run the load it was meant to. A
-    saturated client or a threshold that could not be judged (too few samples, no
-    matching requests) makes the run invalid: its numbers cannot support a verdict, so even a failed threshold is
-    reported as invalid, not as failed. A run aborted on a lost threshold failed, even if the threshold recovered
-    with the last reports; thresholds left with too few samples by the abort do not make it invalid (a saturated
-    client still does)."""
+    In order, the first that applies decides:
+    - `not_started`: the workers it waited for never came (`summary["not_started"]`);
+    - `fatal`: stopped early because every request failed in a way that will not heal (`summary["fatal"]`);
+    - `interrupted`: a signal ended it before its end, whatever its numbers say;
+    - `incomplete`: a worker was lost or under 95 % of the intended load ran (loadlib.metrics.integrity);
+    - `invalid`: the client was saturated (no number can be trusted);
+    - `fail`: a judged threshold failed, a drill missed its targets, or a lost threshold aborted the run; a failure
+      that was measured stands even when other thresholds could not be judged;
+    - `invalid`: a threshold the user gave could not be judged (too few samples, no matching requests);
+    - `pass`. A scenario's SLO default that could not be judged is reported "not judged" and decides nothing: the
+      user did not ask for it, and a short first run should not end invalid with zero errors."""
     drills = (summary.get("failover") or {}).get("drills") or []
     integrity = summary.get("integrity") or {}
     incomplete = [f"run incomplete: {r}" for r in integrity.get("reasons") or []]
-    if not results and not drills and not incomplete:
+    stopped = _stopped(summary)
+    if not results and not drills and not incomplete and not stopped and not summary.get("interrupted"):
         return None
-    aborted = summary.get("aborted")
-    invalid = _invalid_reasons([] if aborted else results, summary)
+    failed = _failed(results, drills, summary.get("aborted"))
+    saturated = _saturated(summary)
+    unjudged = [] if summary.get("aborted") else _unjudged(results)
+    if stopped:
+        status, reasons = stopped
+    elif summary.get("interrupted"):
+        status, reasons = "interrupted", [_interrupted(summary), *incomplete, *saturated, *failed, *unjudged]
+    elif incomplete:
+        status, reasons = "incomplete", [*incomplete, *saturated, *failed, *unjudged]
+    elif saturated:
+        status, reasons = "invalid", [*saturated, *failed, *unjudged]
+    elif failed:
+        status, reasons = "fail", [*failed, *unjudged]
+    elif unjudged:
+        status, reasons = "invalid", unjudged
+    else:
+        status, reasons = "pass", []
+    return {"status": status, "exit_code": EXIT_CODES[status], "reasons": reasons}
+
+
+def _stopped(summary: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """A run that never started or was stopped as hopeless: its one line is the verdict."""
+    for status in ("not_started", "fatal"):
+        if summary.get(status):
+            return status, [str(summary[status])]
+    return None
+
+
+def _failed(results: list[dict[str, Any]], drills: list[dict[str, Any]], aborted: Any) -> list[str]:
     failed = [f"{r['expression']}: {r['reason']}" for r in results if r["passed"] is False]
     failed += [f"drill {d['index']} on {d['endpoint']} failed its targets" for d in drills if d["passed"] is False]
     if aborted:
         failed.insert(0, f"aborted after {aborted['after_s']:.1f} s: {aborted['reasons'][0]}")
-    if summary.get("interrupted"):
-        status, reasons = "interrupted", [_interrupted(summary), *incomplete, *invalid, *failed]
-    elif incomplete:
-        status, reasons = "incomplete", [*incomplete, *invalid, *failed]
-    else:
-        status = "invalid" if invalid else "fail" if failed else "pass"
-        reasons = invalid or failed
-    return {"status": status, "exit_code": EXIT_CODES[status], "reasons": reasons}
+    return failed
+
+
+def _saturated(summary: dict[str, Any]) -> list[str]:
+    if not summary.get("client_saturated"):
+        return []
+    why = (summary.get("client") or {}).get("reasons") or ["the load generator was saturated"]
+    return [f"client saturated: {'; '.join(map(str, why))}"]
+
+
+def _unjudged(results: list[dict[str, Any]]) -> list[str]:
+    """The user's own thresholds that could not be judged (scenario defaults are only reported)."""
+    return [f"{r['expression']}: {r['reason']}" for r in results if r["passed"] is None and not r.get("origin")]
+
+
+def not_judged_defaults(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Scenario SLO defaults that could not be judged: shown, but they decide nothing."""
+    return [r for r in results if r["passed"] is None and r.get("origin")]
 
 
 def _interrupted(summary: dict[str, Any]) -> str:
@@ -51,6 +103,15 @@ def _interrupted(summary: dict[str, Any]) -> str:
         f"interrupted after {summary.get('duration_s') or 0:.1f} s (a signal stopped the run before its end): the "
         "thresholds describe a shorter run than intended"
     )
+
+
+def no_verdict(errors: int, exit_code: int) -> dict[str, Any]:
+    """The verdict of a run without thresholds or drills: Locust's own rule (any failed request: exit code 1, or
+    --exit-code-on-error), status `errors` when it fails."""
+    if exit_code == 0:
+        return {"status": "pass", "exit_code": 0, "reasons": ["no failed request (no thresholds: Locust's rule)"]}
+    what = f"{errors} failed requests" if errors else "an unexpected error in Locust or a locustfile (see the log)"
+    return {"status": "errors", "exit_code": exit_code, "reasons": [f"{what} (no thresholds: Locust's rule)"]}
 
 
 def lost(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -67,28 +128,28 @@ def lost(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _invalid_reasons(results: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
-    reasons = [f"{r['expression']}: {r['reason']}{_default_hint(r)}" for r in results if r["passed"] is None]
-    if summary.get("client_saturated"):
-        why = (summary.get("client") or {}).get("reasons") or ["the load generator was saturated"]
-        reasons.insert(0, f"client saturated: {'; '.join(map(str, why))}")
-    return reasons
-
-
-def _default_hint(r: dict[str, Any]) -> str:
-    """A scenario default the user never wrote: say where it came from and the ways out."""
-    if not r.get("origin"):
-        return ""
-    return f" ({r['origin']} default: run longer, or turn the defaults off with --scenario-slo off)"
-
-
 def lines(results: list[dict[str, Any]], outcome: dict[str, Any] | None) -> list[str]:
-    """The console's verdict table: one line per threshold, then the verdict with its exit code."""
+    """The console's verdict table: one line per threshold, then the verdict with its exit code (always the code the
+    process exits with: every path that sets one goes through a verdict)."""
     if outcome is None:
         return []
-    mark = {True: "pass", False: "FAIL", None: "n/a "}
-    out = [f"  {mark[r['passed']]}  {r['expression']}: {r['reason']}" for r in results]
-    head = f"Verdict: {outcome['status'].upper()} (exit code {outcome['exit_code']})"
-    if outcome["status"] != "pass" and outcome["reasons"]:
-        head += f": {outcome['reasons'][0]}"
-    return ["Thresholds:", *out, head] if results else [head]
+    out = [f"  {_mark(r)}  {r['expression']}: {r['reason']}" for r in results]
+    skipped = len(not_judged_defaults(results))
+    if skipped:
+        out.append(
+            f"  ({skipped} scenario SLO default{'s' * (skipped > 1)} not judged: too few samples in this run; "
+            "defaults you did not write decide nothing until they can be judged)"
+        )
+    return ["Thresholds:", *out, verdict_line(outcome)] if results else [verdict_line(outcome)]
+
+
+def verdict_line(outcome: dict[str, Any]) -> str:
+    """`Verdict: FAIL (exit code 99): the first reason`."""
+    head = f"Verdict: {outcome['status'].replace('_', ' ').upper()} (exit code {outcome['exit_code']})"
+    return f"{head}: {outcome['reasons'][0]}" if outcome["reasons"] else head
+
+
+def _mark(r: dict[str, Any]) -> str:
+    if r["passed"] is None:
+        return "skip" if r.get("origin") else "n/a "
+    return "pass" if r["passed"] else "FAIL"

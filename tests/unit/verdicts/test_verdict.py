@@ -1,4 +1,6 @@
-from loadlib.verdicts.verdict import EXIT_CODES, lines, lost, verdict
+from loadlib.verdicts.verdict import EXIT_CODES, lines, lost, no_verdict, verdict, verdict_line
+
+NO_THRESHOLDS_PASS = "no failed request (no thresholds: Locust's rule)"
 
 
 def result(expr: str, passed: bool | None) -> dict:
@@ -13,7 +15,7 @@ def test_pass_fail_and_invalid() -> None:
     assert verdict([result("a", True)], {})["exit_code"] == EXIT_CODES["pass"] == 0
     failed = verdict([result("a", True), result("b", False)], {})
     assert failed["status"] == "fail" and failed["exit_code"] == 99 and failed["reasons"] == ["b: b judged False"]
-    unjudged = verdict([result("a", None), result("b", False)], {})
+    unjudged = verdict([result("a", None), result("b", True)], {})
     assert unjudged["status"] == "invalid" and unjudged["exit_code"] == 3  # numbers that cannot be trusted
     saturated = verdict([result("a", True)], {"client_saturated": True, "client": {"reasons": ["loop lag 80 ms"]}})
     assert saturated["status"] == "invalid" and "loop lag 80 ms" in saturated["reasons"][0]
@@ -74,7 +76,44 @@ def test_lost_thresholds_are_sampled_numbers_as_they_stand_and_totals_past_an_up
     assert lost([{**cases[0][0], "passed": None}]) == [], "cannot say is not lost"
 
 
-def test_an_unjudged_scenario_default_says_where_it_came_from_and_the_ways_out() -> None:
-    r = {**result("ttft{scenario=chat} p95 < 1s", None), "origin": "chat SLO"}
-    reason = verdict([r], {})["reasons"][0]
-    assert reason.endswith("(chat SLO default: run longer, or turn the defaults off with --scenario-slo off)")
+def test_a_judged_failure_decides_fail_whatever_else_could_not_be_judged() -> None:
+    out = verdict([result("a", None), result("b", False)], {})
+    assert out["status"] == "fail" and out["exit_code"] == 99
+    assert out["reasons"] == ["b: b judged False", "a: a judged None"], "the unjudged one is still named"
+
+
+def test_scenario_defaults_that_cannot_be_judged_decide_nothing_and_user_thresholds_stay_strict() -> None:
+    default = {**result("ttft{scenario=chat} p95 < 1s", None), "origin": "chat SLO"}
+    out = verdict([default, result("error_rate < 1%", True)], {})
+    assert out == {"status": "pass", "exit_code": 0, "reasons": []}
+    shown = lines([default, result("error_rate < 1%", True)], out)
+    assert (
+        shown[1].startswith("  skip  ttft{scenario=chat} p95 < 1s") and "1 scenario SLO default not judged" in shown[3]
+    )
+    assert shown[-1] == "Verdict: PASS (exit code 0)"
+    mine = verdict([result("ttft p95 < 1s", None)], {})
+    assert mine["status"] == "invalid" and mine["reasons"] == ["ttft p95 < 1s: ttft p95 < 1s judged None"]
+
+
+def test_a_saturated_client_outranks_a_failure_and_an_incomplete_run_outranks_both() -> None:
+    saturated = {"client_saturated": True, "client": {"reasons": ["loop lag 80 ms"]}}
+    assert verdict([result("b", False)], saturated)["status"] == "invalid"
+    incomplete = {**saturated, "integrity": {"reasons": ["worker w1 lost at 3.0 s"]}}
+    out = verdict([result("b", False)], incomplete)
+    assert out["status"] == "incomplete" and out["reasons"][0] == "run incomplete: worker w1 lost at 3.0 s"
+
+
+def test_stops_of_our_own_decide_with_their_one_line_and_exit_code_2() -> None:
+    for key in ("fatal", "not_started"):
+        out = verdict([result("a", False)], {key: "the one line", "interrupted": True})
+        assert out == {"status": key, "exit_code": 2, "reasons": ["the one line"]}
+        assert lines([], out) == [f"Verdict: {key.replace('_', ' ').upper()} (exit code 2): the one line"]
+    assert verdict([], {"fatal": "x"})["status"] == "fatal", "even without thresholds"
+    assert verdict([], {"interrupted": True})["status"] == "interrupted", "even without thresholds"
+
+
+def test_without_a_verdict_locusts_rule_is_stated_with_its_code() -> None:
+    assert no_verdict(0, 0) == {"status": "pass", "exit_code": 0, "reasons": [NO_THRESHOLDS_PASS]}
+    failed = no_verdict(7, 1)
+    assert failed["status"] == "errors" and failed["exit_code"] == 1 and failed["reasons"][0].startswith("7 failed")
+    assert verdict_line(failed).startswith("Verdict: ERRORS (exit code 1): 7 failed requests")
