@@ -7,8 +7,18 @@ WORKDIR /opt/loadlib
 COPY pyproject.toml README.md ./
 COPY loadlib ./loadlib
 COPY locustfiles ./locustfiles
-RUN python -m pip install --no-cache-dir .
+# results/ is where a process started here writes its default audit trail (--audit-file
+# results/audit-{run_id}.jsonl); the user could not create it in root's /opt/loadlib.
+RUN python -m pip install --no-cache-dir . \
+    && install -d -o 1000 -g 1000 /opt/loadlib/results
 
-USER locust
-ENV PYTHONUNBUFFERED=1
+# The base image's user locust, by number so that Kubernetes can verify runAsNonRoot (it cannot with a name).
+# Nothing is written outside /tmp and results/: the pods run with a read-only root file system and mount emptyDirs
+# on both (docs/kubernetes.md#pod-security). Hence no bytecode next to the locustfiles, and matplotlib's config and
+# the tokenizer and data caches under /tmp instead of the home directory.
+USER 1000:1000
+ENV PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    MPLCONFIGDIR=/tmp/matplotlib \
+    XDG_CACHE_HOME=/tmp/cache
 # ENTRYPOINT stays the base image's `locust`; the mock service overrides it.

