@@ -3,8 +3,9 @@
 Each user holds one keep-alive connection per endpoint. A user-visible request goes through the node's dispatcher
 (`loadlib.failover.dispatch`: which endpoint, retries, hedges, breakers); each attempt is timed by
 `loadlib.transport.stream`, turned into a RequestRecord, reported to Locust's own table as one request whose response
-time is its E2E latency, and handed to the run context (LLM statistics, records, sinks, scenario results, loadlib's
-`record` event); the user-visible request then goes to the run context too. In an open-loop run (--arrival-rate)
+time is its E2E latency (a hedge's cancelled loser excepted: see `_report`), and handed to the run context (LLM
+statistics, records, sinks, scenario results, loadlib's `record` event); the user-visible request then goes to the
+run context too. In an open-loop run (--arrival-rate)
 every request first waits for the node's next arrival slot and think time is skipped.
 """
 
