@@ -13,8 +13,10 @@ prints a table of every command's exit code, verdict line and time at the end.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -30,8 +32,11 @@ from tests.support.doc_commands import (
     follow_ups,
     is_load_test,
     prepare,
+    prepare_master,
     prepare_tool,
+    prepare_worker,
     selection,
+    workers_for,
     yaml_after,
 )
 
@@ -43,6 +48,7 @@ RUN_TIME = "10s"
 MAX_USERS = 10
 TIMEOUT_S = 60.0
 PARALLEL = 2
+MAX_WORKERS = 2  # a distributed example's workers, capped like its users: a functional run on a 2-core machine
 TAIL_LINES = 25
 
 # Commands (runs and the loadlib tools that follow them) whose documented outcome is not 0: (doc, words in the
@@ -92,6 +98,7 @@ class Case:
     skip: str | None = None
     tools: tuple[Command, ...] = ()
     says: str = ""
+    workers: tuple[Command, int] | None = None
 
 
 @dataclass
@@ -140,8 +147,14 @@ def cases() -> list[Case]:
     found = []
     for command in filter(is_load_test, commands):
         skip = selection(command, documented_files(command.source), ROOT)
+        workers = workers_for(commands, command) if "--master" in command.argv else None
+        if workers is not None and skip and skip.startswith("distributed"):
+            alone = dataclasses.replace(command, argv=tuple(a for a in command.argv if a != "--master"))
+            skip = selection(alone, documented_files(command.source), ROOT)
+        elif "--worker" in command.argv:
+            skip = "a worker: runs with its block's --master command"
         tools = () if skip else tuple(follow_ups(commands, command))
-        found.append(Case(command.id, command, expected=expected_exit(command), skip=skip, tools=tools))
+        found.append(Case(command.id, command, (), expected_exit(command), skip, tools, workers=workers))
     for doc, words, _, args, code, says in DERIVED:
         base = next(c for c in found if c.command.source == doc and words in " ".join(c.command.argv))
         found.append(Case(f"{base.id}+{'_'.join(args[1:])}", base.command, args, code, base.skip, says=says))
@@ -189,15 +202,50 @@ def stop_group(proc: subprocess.Popen) -> None:
 def run_case(case: Case, tmp: Path) -> Outcome:
     """Run the case's command as prepared, then (when it ended in time, so its files are written) its follow-up
     tools in `tmp`: their outcome is worth knowing even when the run's exit code was not the promised one."""
-    prepared = prepare(case.command, tmp, documented_files(case.command.source), RUN_TIME, MAX_USERS)
     start = time.monotonic()
-    code, output = run_process([*prepared.argv, *case.args], ROOT, reader_env(prepared.env), tmp / "run.log")
+    if case.workers is None:
+        prepared = prepare(case.command, tmp, documented_files(case.command.source), RUN_TIME, MAX_USERS)
+        code, output = run_process([*prepared.argv, *case.args], ROOT, reader_env(prepared.env), tmp / "run.log")
+    else:
+        code, output = run_distributed(case, tmp)
     outcome = Outcome(code, time.monotonic() - start, output)
     for i, tool in enumerate(case.tools if code is not None else ()):
         tool_code, tool_output = run_process(prepare_tool(tool, tmp), tmp, reader_env({}), tmp / f"tool{i}.log")
         outcome.tools.append((tool, tool_code, tool_output))
     outcome.seconds = time.monotonic() - start
     return outcome
+
+
+def run_distributed(case: Case, tmp: Path) -> tuple[int | None, str]:
+    """The master as prepared plus its workers (at most MAX_WORKERS) on a free port; the master's exit code and
+    output. Workers quit with their master; any still there 10 s later are stopped."""
+    assert case.workers is not None
+    worker, count = case.workers
+    count = min(count, MAX_WORKERS)
+    port = free_port()
+    prepared = prepare_master(case.command, tmp, port, count, MAX_USERS)
+    argv, env = prepare_worker(worker, port), reader_env({})
+    procs = [
+        subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        for _ in range(count)
+    ]
+    try:
+        return run_process(prepared.argv, ROOT, reader_env(prepared.env), tmp / "run.log")
+    finally:
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                stop_group(proc)
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def selected_cases(session: pytest.Session) -> list[Case]:

@@ -432,3 +432,31 @@ def yaml_after(markdown: str, phrase: str) -> str | None:
         if block.lang == "yaml" and block.first_line > first_line:
             return "\n".join(block.lines) + "\n"
     return None
+
+
+def workers_for(commands: Sequence[Command], master: Command) -> tuple[Command, int] | None:
+    """The worker command that goes with a `--master` run in its block, and how many the doc starts: the words of a
+    `for i in 1 2 3 4; do ... --worker ... & done` loop on its line, else one per worker line."""
+    workers = [
+        c
+        for c in commands
+        if c.source == master.source and c.block == master.block and is_load_test(c) and has_flag(c.argv, "--worker")
+    ]
+    if not workers:
+        return None
+    loops = [c for c in commands if c.line == workers[0].line and c.block == master.block and c.argv[:1] == ("for",)]
+    count = len(loops[0].argv) - 3 if loops and "in" in loops[0].argv else len(workers)
+    return workers[0], max(count, 1)
+
+
+def prepare_master(command: Command, tmp: Path, port: int, workers: int, max_users: int = 10) -> Prepared:
+    """A `--master` run prepared like any run, waiting for `workers` workers on `port` (a free one, not Locust's
+    5557 that another run may hold)."""
+    prepared = prepare(command, tmp, {}, max_users=max_users)
+    args = with_option(prepared.argv[3:], ("--expect-workers",), str(workers))
+    return Prepared([*prepared.argv[:3], *with_option(args, ("--master-bind-port",), str(port))], prepared.env)
+
+
+def prepare_worker(command: Command, port: int) -> list[str]:
+    """A `--worker` command for this interpreter, connecting to the master on `port`."""
+    return [sys.executable, "-m", "locust", *with_option(locust_args(command), ("--master-port",), str(port))]

@@ -14,9 +14,12 @@ from tests.support.doc_commands import (
     follow_ups,
     is_load_test,
     prepare,
+    prepare_master,
     prepare_tool,
+    prepare_worker,
     selection,
     strip_comment,
+    workers_for,
     yaml_after,
 )
 
@@ -177,3 +180,24 @@ def test_yaml_after_finds_the_documented_file() -> None:
     doc = "\n".join(["Try it on mocks:", "", FENCE + "yaml", "policy: weighted", FENCE, FENCE + "yaml", "b: 2", FENCE])
     assert yaml_after(doc, "Try it on mocks") == "policy: weighted\n"
     assert yaml_after(doc, "not there") is None
+
+
+def test_a_master_gets_the_workers_of_its_block(tmp_path: Path) -> None:
+    doc = md(
+        "bash",
+        "locust -f a.py --master --headless -u 200 -t 5m --expect-workers 4 --llm-summary results/s.json &",
+        "for i in 1 2 3 4; do locust -f a.py --worker --master-host 127.0.0.1 & done",
+    )
+    found = doc_commands(doc, "doc.md")
+    worker, count = workers_for(found, found[0]) or (None, 0)
+    assert (worker, count) == (found[2], 4)
+    master = prepare_master(found[0], tmp_path, 5600, 2)
+    assert master.argv[3:] == [
+        *("-f", "a.py", "--master", "--headless", "-u", "10", "-t", "10s", "--expect-workers", "2"),
+        *("--llm-summary", str(tmp_path / "results/s.json"), "--master-bind-port", "5600"),
+    ]
+    assert prepare_worker(found[2], 5600)[3:] == [
+        *("-f", "a.py", "--worker", "--master-host", "127.0.0.1", "--master-port", "5600"),
+    ]
+    assert workers_for(found, found[2]) == (found[2], 4)
+    assert workers_for(doc_commands(md("bash", "locust -f a.py --master"), "doc.md"), found[0]) is None
