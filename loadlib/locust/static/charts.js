@@ -29,6 +29,20 @@ function fill(tableId, rows) {
   body.replaceChildren(...rows);
 }
 
+// A node's verdict with its cause: "machine busy" calls for a quieter machine, not more workers (docs/metrics.md).
+function clientVerdict(c) {
+  if (!c.saturated) return "ok";
+  return c.cause ? `SATURATED (${c.cause.replace("_", " ")})` : "SATURATED";
+}
+
+// The start-up and stop samples the verdict left out of its measured window, with their worst lag.
+function leftOut(c) {
+  const excluded = Object.entries((c.window && c.window.excluded) || {}).filter(([, e]) => e.samples);
+  if (!excluded.length) return [];
+  const parts = excluded.map(([part, e]) => `${part === "startup" ? "start-up" : part} ${e.samples} (worst lag ${Number(e.lag_max_ms).toFixed(1)} ms)`);
+  return [`judged over the measured window; left out: ${parts.join(", ")}`];
+}
+
 function plot(id, names, data) {
   const node = el(id);
   const key = names.join("|");
@@ -79,8 +93,8 @@ function drawVerdicts(feed) {
       text("td", t.reason), text("td", t.origin || "--llm-threshold")]);
   }));
   fill("clients", Object.entries(feed.clients).map(([worker, c]) => row([text("td", worker),
-    text("td", c.saturated ? "SATURATED" : "ok", c.saturated ? "fail" : "pass"), text("td", c.loop_lag_p99_ms),
-    text("td", c.cpu_p90_percent), text("td", (c.reasons || []).concat(c.warnings || []).join("; "))])));
+    text("td", clientVerdict(c), c.saturated ? "fail" : "pass"), text("td", c.loop_lag_p99_ms),
+    text("td", c.cpu_p90_percent), text("td", (c.reasons || []).concat(c.warnings || [], leftOut(c)).join("; "))])));
   el("lines").textContent = feed.lines.join("\n");
 }
 
