@@ -39,7 +39,8 @@ function clientVerdict(c) {
 function leftOut(c) {
   const excluded = Object.entries((c.window && c.window.excluded) || {}).filter(([, e]) => e.samples);
   if (!excluded.length) return [];
-  const parts = excluded.map(([part, e]) => `${part === "startup" ? "start-up" : part} ${e.samples} (worst lag ${Number(e.lag_max_ms).toFixed(1)} ms)`);
+  const parts = excluded.map(([part, e]) =>
+    `${part === "startup" ? "start-up" : part} ${e.samples} (worst lag ${Number(e.lag_max_ms).toFixed(1)} ms)`);
   return [`judged over the measured window; left out: ${parts.join(", ")}`];
 }
 
