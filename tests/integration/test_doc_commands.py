@@ -5,8 +5,9 @@ The commands are read out of README.md and docs/*.md (tests/support/doc_commands
 in a shell block that needs no server of the reader's and no key. Each runs as a real process from the repo root
 with `-t 10s`, at most 10 users, its output files in a temporary directory, and the environment a reader's shell has
 (none of the suite's LLM_* settings: the scenarios' SLO defaults are on, as for the reader). A `python -m loadlib
-report|compare` in the same block that reads the run's files runs after it, in that directory. Commands that are
-not run are listed as skipped with the reason. Runs go two at a time (PARALLEL) from a module fixture; the module
+report|compare` in the same block that reads the run's files runs after it, in that directory; a `--master` run
+starts its block's `--worker` command beside it (at most MAX_WORKERS). Commands that are not run are listed as
+skipped with the reason. Runs go two at a time (PARALLEL) from a module fixture; the module
 prints a table of every command's exit code, verdict line and time at the end.
 """
 
