@@ -14,6 +14,7 @@ import argparse
 import gc
 import logging
 import os
+import signal
 import sys
 import time
 import weakref
@@ -90,7 +91,13 @@ def on_init(environment: Any, **_: Any) -> None:
         return
     if ctx.is_master:
         ctx.gate = handshake.Gate(environment)  # first: a worker may say hello while the checks below run
-    _prepare_master_or_local(ctx)
+    previous = signal.signal(signal.SIGTERM, _terminated)  # Locust handles SIGTERM only once init is over
+    try:
+        _prepare_master_or_local(ctx)
+    except KeyboardInterrupt:
+        _interrupted_at_start(ctx)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     # registered after the runner's own listener, so it runs first (quitting fires in reverse): a master's listener
     # stops the test, after which a signal could no longer be told from a run that ended on its own
     environment.events.quitting.add_listener(lambda **__: _note_interruption(ctx))
@@ -114,6 +121,20 @@ def wire(ctx: RunContext) -> None:
     events.worker_report.add_listener(lambda client_id, data, **__: ctx.merge(str(client_id), data))
     events.reset_stats.add_listener(lambda **__: ctx.reset())
     events.quit.add_listener(lambda **__: on_quit(ctx))
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _interrupted_at_start(ctx: RunContext) -> None:
+    """A signal during the checks and start-up, before any load: the verdict line, exit code 130, no traceback."""
+    if ctx.mock is not None:
+        ctx.mock.stop()
+    stop_mocks(ctx.mocks)
+    outcome = {"status": "interrupted", "exit_code": verdicts.EXIT_CODES["interrupted"]}
+    print(verdicts.verdict_line({**outcome, "reasons": ["a signal stopped the run during start-up"]}), flush=True)
+    sys.exit(outcome["exit_code"])
 
 
 def _watch_worker_wait(ctx: RunContext) -> None:
@@ -391,7 +412,14 @@ def end_run(ctx: RunContext) -> None:
 
 
 def fail(message: str) -> None:
-    """A user mistake at start-up: one line on stderr and exit code 2, no traceback."""
+    """A user mistake at start-up: one line on stderr and exit code 2, no traceback; the verdict line on stdout too,
+    as on every other path, for a pipeline that reads only that."""
     sys.stderr.write(f"error: {message}\n")
     sys.stderr.flush()
-    sys.exit(2)
+    outcome = {
+        "status": "config_error",
+        "exit_code": verdicts.EXIT_CODES["config_error"],
+        "reasons": ["nothing was sent (the error above)"],
+    }
+    print(verdicts.verdict_line(outcome), flush=True)
+    sys.exit(outcome["exit_code"])
