@@ -8,6 +8,11 @@ User-seconds are integrated from one sample a second of each worker's users (Loc
 - Intended user-seconds: at each sample, the users assigned to every worker, a lost worker's users still included
   (they were meant to run), capped by the runner's target user count (so users Locust moved onto the remaining
   workers are not counted twice). A ramp-up is intended only as far as it has spawned.
+- A worker found missing that sends a heartbeat again (a stalled process, a network pause: Locust says
+  "self-healed") recovered: the stall (from its loss to that heartbeat) is kept, its users count again from the
+  heartbeat on, and it is no longer lost. Its users were idle during the stall, so the share says what it cost.
+- A worker refused by the fingerprint check (loadlib.locust.handshake) is kept as a refusal; one refused after it
+  took users (it said hello late) is lost ("refused") like a worker that died.
 A run is incomplete when a worker was lost before the test stopped, when less than MIN_SHARE of the intended
 user-seconds ran, or when a worker alive at the end never sent its final report.
 """
@@ -15,11 +20,15 @@ user-seconds ran, or when a worker alive at the end never sent its final report.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MIN_SHARE = 0.95
 HEARTBEAT_S = 1.0  # Locust's HEARTBEAT_INTERVAL
+FRESH_S = 2 * HEARTBEAT_S
+RECOUNT_S = 4.0  # Locust's worker report interval (3 s) and a sample
+MISSING = "missing heartbeat"
+REFUSED = "refused"
 
 
 @dataclass(slots=True)
@@ -37,6 +46,8 @@ class WorkerEntry:
     reports: int = 0
     requests: int = 0
     final_report: bool = False
+    stalls: list[tuple[float, float]] = field(default_factory=list)  # (from_s, to_s) of each stall it recovered from
+    resumed_s: float | None = None  # its recovery, until the next sample integrates its users from there
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +60,7 @@ class WorkerEntry:
             "reports": self.reports,
             "requests": self.requests,
             "final_report": self.final_report,
+            "stalls": [{"from_s": _r(a), "to_s": _r(b)} for a, b in self.stalls],
         }
 
 
@@ -60,16 +72,31 @@ class WorkerLedger:
         self.intended_user_s = 0.0
         self.rebalanced = False
         self.ended = False  # the test stopped and the final reports were awaited
+        self.refused: list[dict[str, Any]] = []
         self._last_tick: float | None = None
 
     def join(self, name: str, t: float) -> None:
         if name not in self.workers:
             self.workers[name] = WorkerEntry(name, t, last_heartbeat_s=t)
 
-    def heartbeat(self, name: str, t: float) -> None:
+    def heartbeat(self, name: str, t: float) -> tuple[float, float] | None:
+        """A sign of life; from a worker lost to a missing heartbeat it is a recovery: the stall it ends, or None."""
         e = self.workers.get(name)
-        if e is not None and e.lost_s is None:
+        if e is None:
+            return None
+        stall = self._recover(e, t) if e.lost_how == MISSING else None
+        if e.lost_s is None:
             e.last_heartbeat_s = t
+        return stall
+
+    def _recover(self, e: WorkerEntry, t: float) -> tuple[float, float] | None:
+        """The stall ends at t: the worker counts again from t (its users were idle in between, not gone)."""
+        if e.lost_s is None or t < e.lost_s:
+            return None
+        stall = (e.lost_s, t)
+        e.stalls.append(stall)
+        e.lost_s, e.lost_how, e.resumed_s = None, "", t
+        return stall
 
     def report(self, name: str, final: bool, requests: int = 0) -> None:
         e = self.workers.get(name)
@@ -84,33 +111,65 @@ class WorkerLedger:
             self.join(name, t)
         dt = t - self._last_tick if self._last_tick is not None else 0.0
         self._last_tick = t
-        assigned = 0
-        for e in self.workers.values():
-            if e.lost_s is not None:
-                assigned += e.users
-                continue
-            n = users.get(e.name, 0)
-            if n > e.users and self.lost:
-                self.rebalanced = True
-            e.users, e.users_max = n, max(e.users_max, n)
-            e.user_s += n * dt
-            assigned += n
+        assigned = sum(self._sample(e, users.get(e.name, 0), t, dt) for e in self.workers.values())
         self.intended_user_s += min(target, assigned) * dt
+
+    def _sample(self, e: WorkerEntry, n: int, t: float, dt: float) -> int:
+        """Integrate one worker's users since the last sample; the users it was meant to carry. A lost worker's
+        users were meant to run. Right after a recovery the count starts at the recovery; Locust forgets a missing
+        worker's users and learns them again from its next spawn or report (at most RECOUNT_S later) while they
+        ran all along, so until then its users before the stall stand."""
+        if e.lost_s is not None:
+            return e.users
+        if e.resumed_s is not None:
+            since = max(t - e.resumed_s, 0.0)
+            if n == 0 and since <= RECOUNT_S:
+                return e.users
+            e.resumed_s, dt = None, since
+        if n > e.users and self.lost:
+            self.rebalanced = True
+        e.users, e.users_max = n, max(e.users_max, n)
+        e.user_s += n * dt
+        return n
 
     def pause(self, t: float) -> None:
         """A sample while the test is not running: the time since the last sample counts for nobody."""
         self._last_tick = t
+        for e in self.workers.values():
+            e.resumed_s = None
 
-    def lose(self, name: str, t: float, how: str) -> None:
-        """The worker stopped carrying its users (a missing heartbeat, or it quit) before the test stopped."""
+    def lose(self, name: str, t: float, how: str) -> bool:
+        """The worker stopped carrying its users (a missing heartbeat, or it quit) before the test stopped: whether
+        that is news (not for a worker already lost, or one heard from lately)."""
         e = self.workers.get(name)
-        if e is None or e.lost_s is not None:
-            return
+        if e is None or e.lost_s is not None or (how == MISSING and self.heard_lately(e, t)):
+            return False
         last = e.last_heartbeat_s
         e.lost_s = min(last + HEARTBEAT_S / 2, t) if last is not None else t  # it died within the next interval
         e.lost_how = how
         sampled_until = self._last_tick if self._last_tick is not None else e.lost_s
-        e.user_s -= e.users * max(sampled_until - e.lost_s, 0.0)  # sampled after its last sign of life
+        e.user_s -= e.users * (sampled_until - e.lost_s)  # sampled after its last sign of life, or ran unsampled
+        return True
+
+    @staticmethod
+    def heard_lately(e: WorkerEntry, t: float) -> bool:
+        """A heartbeat within the last FRESH_S: Locust, which finds a worker missing after three silent heartbeats,
+        still holds a recovered worker missing while it rebalances onto it (a second or more)."""
+        return e.last_heartbeat_s is not None and t - e.last_heartbeat_s < FRESH_S
+
+    def refuse(self, name: str, t: float, why: str) -> None:
+        """The master refused the worker (another locustfile, options or loadlib): before it took users it is
+        only a refusal; after (its hello came late), its users stopped there, as a lost worker's."""
+        e = self.workers.get(name)
+        had_users = e is not None and e.lost_s is None and e.users_max > 0
+        self.refused.append({"name": name, "at_s": _r(t), "reason": why, "had_users": had_users})
+        if e is not None:
+            e.last_heartbeat_s = None
+            self.lose(name, t, REFUSED)
+
+    @property
+    def stalled(self) -> list[WorkerEntry]:
+        return [e for e in self.workers.values() if e.stalls]
 
     @property
     def lost(self) -> list[WorkerEntry]:
@@ -133,9 +192,10 @@ class WorkerLedger:
             "intended_user_s": _r(self.intended_user_s),
             "ran_user_s": _r(ran),
             "share": _r(share, 4),
-            "rebalanced": self.rebalanced if self.lost else None,
+            "rebalanced": self.rebalanced if self.lost or self.stalled else None,
             "final_reports_awaited": self.ended,
             "workers": [e.to_dict() for e in self.workers.values()],
+            "refused": list(self.refused),
         }
 
     def _reasons(self, share: float | None) -> list[str]:
@@ -161,9 +221,29 @@ def integrity_lines(block: Mapping[str, Any] | None) -> list[str]:
     workers = block.get("workers") or []
     finals = sum(1 for w in workers if w.get("final_report"))
     tail = f"; final reports from {finals} of {len(workers)} workers" if block.get("final_reports_awaited") else ""
+    notes = [f"  {line}" for line in (*stall_lines(workers), *refusal_lines(block.get("refused") or []))]
     if block.get("complete"):
-        return [f"run integrity OK: {len(workers)} workers, {ran}{tail}"]
-    return [f"RUN INCOMPLETE: {ran}{tail}", *(f"  {r}" for r in block.get("reasons") or [])]
+        return [f"run integrity OK: {len(workers)} workers, {ran}{tail}", *notes]
+    return [f"RUN INCOMPLETE: {ran}{tail}", *(f"  {r}" for r in block.get("reasons") or []), *notes]
+
+
+def stall_line(name: str, from_s: float, to_s: float) -> str:
+    return f"worker {name} stalled {to_s - from_s:.1f} s (no heartbeat) and recovered at {to_s:.1f} s"
+
+
+def stall_lines(workers: Iterable[Mapping[str, Any]]) -> list[str]:
+    """One line per stall a worker recovered from: its users were idle for that long (the share counts it)."""
+    return [stall_line(w["name"], s["from_s"], s["to_s"]) for w in workers for s in w.get("stalls") or []]
+
+
+def refusal_lines(refused: Iterable[Mapping[str, Any]]) -> list[str]:
+    """One line per worker refused during the test: it took no users, or the users it had stopped there."""
+    return [
+        f"worker {r['name']} refused at {r['at_s']:.1f} s "
+        + ("after it took users (they stopped there)" if r.get("had_users") else "before it took any users")
+        + f": {r['reason']}"
+        for r in refused
+    ]
 
 
 def _r(v: float | None, digits: int = 3) -> float | None:

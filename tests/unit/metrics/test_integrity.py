@@ -113,3 +113,97 @@ def test_time_while_the_test_is_not_running_counts_for_nobody() -> None:
     ledger.pause(9.0)  # stopping: the worker leaves as it should
     ledger.tick(10.0, 10, {"a": 10})
     assert ledger.summary()["intended_user_s"] == ledger.summary()["ran_user_s"] == 60
+
+
+def stalled_run(stop_at: int, cont_at: float, seconds: int = 30, recount_after: float = 0.0) -> WorkerLedger:
+    """Two workers of 10 users; worker b stops (SIGSTOP) at `stop_at` and continues at `cont_at`: Locust finds it
+    missing three heartbeats after its last one and forgets its users, its first heartbeat after the stall comes at
+    `cont_at`, and Locust learns its users again `recount_after` later."""
+    ledger = WorkerLedger()
+    for t in range(seconds + 1):
+        stalled = stop_at <= t < cont_at
+        missing = stop_at + 3 <= t and (stalled or t < cont_at + recount_after)
+        if stop_at + 3 <= t < cont_at:
+            ledger.lose("b", float(t), "missing heartbeat")
+        if t - 1 < cont_at <= t:
+            ledger.heartbeat("b", cont_at)
+        users = {"a": 10} | ({} if missing else {"b": 10})
+        for name in users:
+            if not (name == "b" and stalled):
+                ledger.heartbeat(name, float(t))
+        ledger.tick(float(t), 20, users)
+    return ledger
+
+
+def test_a_stalled_worker_that_recovers_is_not_lost_and_its_stall_is_kept() -> None:
+    s = stalled_run(stop_at=10, cont_at=20.4).summary()
+    (b,) = [w for w in s["workers"] if w["name"] == "b"]
+    assert b["lost_s"] is None and b["lost_how"] is None and b["stalls"] == [{"from_s": 9.5, "to_s": 20.4}]
+    assert b["user_s"] == pytest.approx(10 * 9.5 + 10 * (30 - 20.4)), "idle from its last heartbeat to the next"
+    assert s["intended_user_s"] == 600 and s["rebalanced"] is False
+    assert not s["complete"] and s["reasons"] == ["81.8 % of the intended user-seconds ran (under 95 %)"]
+    assert "  worker b stalled 10.9 s (no heartbeat) and recovered at 20.4 s" in integrity_lines(s)
+
+
+def test_a_short_stall_in_a_long_run_is_said_but_the_share_decides() -> None:
+    s = stalled_run(stop_at=10, cont_at=14.2, seconds=200).summary()
+    assert s["complete"] and s["share"] > 0.95
+    assert integrity_lines(s)[1] == "  worker b stalled 4.7 s (no heartbeat) and recovered at 14.2 s"
+
+
+def test_users_locust_learns_again_only_later_count_from_the_recovery() -> None:
+    """Locust forgets a missing worker's users and learns them from its next spawn or report: the users ran all
+    along, so they count from the recovery; intended meanwhile holds the users it had."""
+    late = stalled_run(stop_at=10, cont_at=20.4, recount_after=2.0).summary()
+    assert late["ran_user_s"] == stalled_run(stop_at=10, cont_at=20.4).summary()["ran_user_s"]
+    assert late["intended_user_s"] == 600
+
+
+def test_a_worker_locust_still_holds_missing_after_its_heartbeat_is_not_lost_again() -> None:
+    ledger = stalled_run(stop_at=10, cont_at=20.4, seconds=21)
+    assert ledger.lose("b", 21.5, "missing heartbeat") is False, "Locust rebalances before it updates the state"
+    assert ledger.lose("b", 23.5, "missing heartbeat") is True and ledger.workers["b"].lost_s == 21.5
+
+
+def test_a_worker_refused_before_it_took_users_is_only_a_refusal() -> None:
+    ledger = run(None)
+    ledger.refuse("c", 10.0, "its locustfile differs from the master's")
+    s = ledger.summary()
+    assert s["complete"] and s["share"] == 1.0 and [w["name"] for w in s["workers"]] == ["a", "b"]
+    assert s["refused"] == [
+        {"name": "c", "at_s": 10.0, "reason": "its locustfile differs from the master's", "had_users": False}
+    ]
+    assert integrity_lines(s)[1] == (
+        "  worker c refused at 10.0 s before it took any users: its locustfile differs from the master's"
+    )
+
+
+def test_a_worker_refused_after_it_took_users_is_lost_there() -> None:
+    ledger = WorkerLedger()
+    for t in range(21):
+        users = {"a": 10, "b": 10} | ({"c": 5} if 5 <= t < 12 else {})
+        for name in users:
+            ledger.heartbeat(name, float(t))
+        if t == 12:
+            ledger.refuse("c", 11.6, "it runs loadlib 0.0.9, the master 0.1.0")
+        ledger.tick(float(t), 25, users)
+    s = ledger.summary()
+    (c,) = [w for w in s["workers"] if w["name"] == "c"]
+    assert c["lost_how"] == "refused" and c["lost_s"] == 11.6 and c["user_s"] == pytest.approx(5 * 7 + 5 * 0.6)
+    assert s["refused"][0]["had_users"] and not s["complete"]
+    assert s["reasons"][0] == "worker c lost at 11.6 s (refused): its 5 users stopped"
+
+
+def test_a_recovery_while_the_test_is_not_running_counts_for_nobody() -> None:
+    ledger = WorkerLedger()
+    for t in range(13):
+        ledger.heartbeat("a", float(t))
+        if t < 10:
+            ledger.heartbeat("b", float(t))
+        ledger.tick(float(t), 20, {"a": 10, "b": 10})
+    assert ledger.lose("b", 13.0, "missing heartbeat")
+    ledger.tick(13.0, 20, {"a": 10})
+    assert ledger.heartbeat("b", 13.5) == (9.5, 13.5)
+    ledger.pause(14.0)
+    ledger.tick(15.0, 20, {"a": 10, "b": 10})
+    assert ledger.workers["b"].user_s == pytest.approx(10 * 9.5 + 10 * 1.0)
