@@ -106,6 +106,8 @@ class HealthSampler:
         self.lag_limit_ms = lag_limit_ms
         self.window = RunWindow()
         self.parts = _parts()
+        self._pending: list[tuple[str, float]] = []  # (part of the run, lag ms) of the second under way
+        self._probe: Probe | None = None
         self._greenlet: gevent.Greenlet | None = None
 
     def start(self) -> None:
@@ -121,32 +123,42 @@ class HealthSampler:
 
     def take(self) -> dict[str, Any]:
         """Serialised samples since the last call (shipped to the master, then reset like Locust's stats): the
-        measured window's at the top level, start-up and stop under their names."""
+        measured window's at the top level, start-up and stop under their names. The second under way is filed
+        first, so a worker's last report before it quits holds its last samples too."""
+        if self._pending and self._probe is not None:
+            self._file(self._pending, self._probe.read())
+            self._pending = []
         parts, self.parts = self.parts, _parts()
         return {**parts[MEASURED].to_dict(), STARTUP: parts[STARTUP].to_dict(), STOP: parts[STOP].to_dict()}
 
     def _run(self) -> None:
-        probe = Probe()
-        pending: list[tuple[str, float]] = []
+        self._probe = probe = Probe()
         last_emit = perf_counter()
         while True:
             t = perf_counter()
             gevent.sleep(SAMPLE_INTERVAL_S)
             now = perf_counter()
-            pending.append((self.window.place(self.state(), now), max((now - t - SAMPLE_INTERVAL_S) * 1000.0, 0.0)))
+            lag = max((now - t - SAMPLE_INTERVAL_S) * 1000.0, 0.0)
+            self._pending.append((self.window.place(self.state(), now), lag))
             if now - last_emit >= EMIT_INTERVAL_S:
-                self._second(pending, probe.read())
-                pending, last_emit = [], now
+                self._second(self._pending, probe.read())
+                self._pending, last_emit = [], now
 
     def _second(self, pending: list[tuple[str, float]], reading: Reading) -> None:
-        """File one second's lag samples, tagged with what kept the loop late, and its CPU sample."""
+        """One second: file its samples, then emit it (whatever its part of the run)."""
+        lag_max = self._file(pending, reading)
+        self.emit(users=self.user_count(), cpu_percent=reading.own_cpu, loop_lag_ms=lag_max)
+
+    def _file(self, pending: list[tuple[str, float]], reading: Reading) -> float:
+        """File lag samples, each in its part of the run and tagged with what kept the loop late over their
+        second, and the second's CPU sample; returns the worst lag."""
         lag_max = max(lag for _, lag in pending)
         r = reading
         cause = second_cause(lag_max, r.own_cpu, r.runq_wait_ms, r.steal_percent, r.others_cpu, r.ncpu)
         for phase, lag in pending:
             self.parts[phase].add_lag(lag, self.lag_limit_ms, cause)
-        self.parts[second_phase(phase for phase, _ in pending)].cpu.record(reading.own_cpu)
-        self.emit(users=self.user_count(), cpu_percent=reading.own_cpu, loop_lag_ms=lag_max)
+        self.parts[second_phase(phase for phase, _ in pending)].cpu.record(r.own_cpu)
+        return lag_max
 
 
 def _parts() -> dict[str, WindowSamples]:

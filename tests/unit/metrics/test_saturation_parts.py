@@ -58,3 +58,13 @@ def test_each_worker_judges_its_own_window_and_the_master_merges() -> None:
     assert summary["client"]["saturated"] is True and summary["client"]["window"]["samples"] == 19
     assert summary["client"]["window"]["excluded"]["startup"]["lag_max_ms"] == 95.0
     assert part.lines({"client": None}) == []
+
+
+def test_take_files_the_second_under_way() -> None:
+    s, emitted = sampler()
+    s._probe = SimpleNamespace(read=lambda: Reading(4.0, 50.0, 0.0, 100.0, 2))
+    s._pending = [(MEASURED, 1.0), (STOP, 88.0)]
+    data = s.take()
+    assert WindowSamples.from_dict(data).lag.count == 1
+    assert WindowSamples.from_dict(data[STOP]).over == {MACHINE_BUSY: 1}
+    assert s._pending == [] and emitted == [], "filed for the report, not emitted as a second"
