@@ -98,6 +98,8 @@ def on_init(environment: Any, **_: Any) -> None:
         _interrupted_at_start(ctx)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if ctx.generates_load:
+        tokens.get_encoding()  # as on a worker: the first request would otherwise build it inside the timed loop
     # registered after the runner's own listener, so it runs first (quitting fires in reverse): a master's listener
     # stops the test, after which a signal could no longer be told from a run that ended on its own
     environment.events.quitting.add_listener(lambda **__: _note_interruption(ctx))
