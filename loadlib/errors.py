@@ -63,3 +63,11 @@ class ErrorClass(StrEnum):
     INTERNAL_ERROR = "internal_error"
     CANCELLED = "cancelled"  # a hedge that lost: its tokens and cost still count
     CIRCUIT_OPEN = "circuit_open"  # every endpoint's breaker refused: the user-visible request failed unsent
+
+    @property
+    def is_error(self) -> bool:
+        """Counts as an error: anything but a success and a hedge's cancelled loser (its user got an answer)."""
+        return self not in NOT_ERRORS
+
+
+NOT_ERRORS = frozenset({ErrorClass.OK, ErrorClass.CANCELLED})  # the one rule: docs/metrics.md, "Error classes"

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from loadlib.errors import ErrorClass
 from loadlib.metrics.histogram import Histogram
 from loadlib.metrics.summary import TOTAL_NAME, row_name
 from loadlib.records.record import RequestRecord
@@ -58,7 +57,7 @@ class Slice:
     def add(self, r: RequestRecord) -> None:
         self.requests += 1
         self.completion_tokens += r.output_tokens or 0
-        if r.status is not ErrorClass.OK:
+        if r.status.is_error:
             self.errors[r.status.value] = self.errors.get(r.status.value, 0) + 1
             return
         self.ok += 1

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from loadlib.errors import NOT_ERRORS as NOT_ERROR_CLASSES
 from loadlib.metrics.summary import row_name
 
 CHUNK = 1024  # rows per chunk: small enough that its objects stay in cache and their memory is reused
@@ -44,6 +45,7 @@ _ITL_BINS = (int(np.float64(ITL_MAX_MS).view(np.int64)) >> _ITL_SHIFT) - _ITL_FI
 ITL_EDGES = (np.arange(_ITL_FIRST, _ITL_FIRST + _ITL_BINS + 1, dtype=np.int64) << _ITL_SHIFT).view(np.float64)
 SUMMARY_MAX_BYTES = 64 << 20
 OK = "ok"
+NOT_ERRORS = frozenset(c.value for c in NOT_ERROR_CLASSES)
 
 
 class InputError(Exception):
@@ -74,6 +76,11 @@ class Records:
 
     def __len__(self) -> int:
         return len(self.group)
+
+    @property
+    def errors(self) -> np.ndarray:
+        """Attempts that count as errors: neither a success nor a hedge's cancelled loser (ErrorClass.is_error)."""
+        return ~np.isin(self.status, [i for i, s in enumerate(self.statuses) if s in NOT_ERRORS])
 
     @property
     def ok(self) -> np.ndarray:

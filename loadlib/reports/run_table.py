@@ -17,7 +17,7 @@ import numpy as np
 from loadlib.metrics.histogram import RELATIVE_ERROR
 from loadlib.metrics.summary import TOTAL_NAME
 from loadlib.reports.html import table
-from loadlib.reports.records_in import OK, Records
+from loadlib.reports.records_in import NOT_ERRORS, Records
 from loadlib.reports.run_stats import grouped_percentiles
 
 HEADERS = (
@@ -70,7 +70,7 @@ def _rows(rec: Records, ok: np.ndarray, keys: np.ndarray, names: Sequence[str], 
 
     ttft, e2e = pct(rec.ttft, (50, 95, 99)), pct(rec.e2e, (50, 95))
     tpot, stream = pct(rec.tpot, (50,)), pct(rec.stream_tpot, (50,))
-    requests, errors = np.bincount(keys, minlength=n), np.bincount(keys[~ok], minlength=n)
+    requests, errors = np.bincount(keys, minlength=n), np.bincount(keys[rec.errors], minlength=n)
     tokens = np.bincount(keys, weights=np.nan_to_num(rec.output), minlength=n)
     priced = ~np.isnan(rec.cost)
     cost = np.bincount(keys[priced], weights=rec.cost[priced], minlength=n)
@@ -100,7 +100,7 @@ def _by_class(rec: Records, keys: np.ndarray, n: int) -> list[dict[str, int]]:
     counts = np.bincount(keys.astype(np.int64) * s + rec.status, minlength=n * s)[: n * s].reshape(n, s)
     out = []
     for i in range(n):
-        found = {rec.statuses[j]: int(c) for j, c in enumerate(counts[i]) if c and rec.statuses[j] != OK}
+        found = {rec.statuses[j]: int(c) for j, c in enumerate(counts[i]) if c and rec.statuses[j] not in NOT_ERRORS}
         out.append(dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))))
     return out
 
