@@ -17,7 +17,7 @@ import importlib.metadata
 import logging
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -96,39 +96,96 @@ def say_hello(environment: Any) -> None:
 
 
 class Gate:
-    """Master: checks every worker's fingerprint against its own. A worker's hello can arrive just after Locust
-    counted it ready, so `await_hellos` holds the test's start (bounded) until each connected worker has been
-    checked; a refused one is removed before any user is dispatched to it."""
+    """Master: admits a worker into Locust's ready set only once its fingerprint matched. Locust counts a worker
+    ready and hands it users (a rebalance, mid-run) as soon as it says `client_ready`, and a worker can say hello
+    only after that message was acknowledged; so the gate acknowledges `client_ready` itself and holds it back
+    until the hello came: a refused worker never gets a user, never counts towards --expect-workers, and never
+    shrinks the others' share. A worker that says no hello within HELLO_WAIT_S (no loadlib in its locustfile) is
+    admitted unchecked, with a warning; `await_hellos` holds the test's start (bounded) while any is held."""
 
     def __init__(self, environment: Any) -> None:
         self.runner = environment.runner
         self.own = fingerprint(environment.parsed_options)
-        self.checked: set[str] = set()
-        self.runner.register_message(HELLO, lambda msg, **__: self.check(msg))
+        self.admitted: set[str] = set()
+        self.held: dict[str, tuple[str, Any]] = {}  # node id -> its client_ready message, until its hello is checked
+        self.on_refuse: Callable[[str, str], None] | None = None  # the run's ledger (loadlib.locust.workers)
+        self._locust_handle = self.runner.handle_message
+        self.runner.handle_message = self.handle
+
+    def handle(self, client_id: str, msg: Any) -> None:
+        """Every message from a worker, before Locust's own handling."""
+        node = str(msg.node_id)
+        if msg.type == HELLO:
+            self.check(msg)
+        elif msg.type == "client_ready" and msg.data and node not in self.admitted:
+            self.hold(client_id, msg)
+        elif msg.type == "quit" and node in self.held:
+            del self.held[node]
+        else:
+            self._locust_handle(client_id, msg)
+
+    def hold(self, client_id: str, msg: Any) -> None:
+        """Acknowledge the worker (so it goes on to say hello) without making it ready."""
+        node = str(msg.node_id)
+        first = node not in self.held
+        self.held[node] = (client_id, msg)
+        index = self.runner.get_worker_index(client_id)
+        self.runner.send_message("ack", client_id=client_id, data={"index": index})
+        if first:
+            gevent.spawn_later(HELLO_WAIT_S, self._admit_unchecked, node)
 
     def check(self, msg: Any) -> None:
-        self.checked.add(str(msg.node_id))
+        node = str(msg.node_id)
         why = mismatch(self.own, msg.data or {})
         if why is not None:
-            self.refuse(msg.node_id, why)
+            self.refuse(node, why)
+        else:
+            self.admit(node)
+
+    def admit(self, node: str) -> None:
+        """Into Locust's ready set: Locust's own `client_ready` handling (a rebalance if the test runs)."""
+        self.admitted.add(node)
+        held = self.held.pop(node, None)
+        if held is not None:
+            self._locust_handle(*held)
+
+    def _admit_unchecked(self, node: str) -> None:
+        if node in self.held:
+            log.warning("loadlib: worker %s said no hello within %.0f s: admitted unchecked", node, HELLO_WAIT_S)
+            self.admit(node)
 
     def refuse(self, node_id: str, why: str) -> None:
         line = f"refused worker {node_id}: {why}; start it with the master's locustfile and options"
         log.error("loadlib: %s", line)
-        node = self.runner.clients.pop(node_id, None)  # not counted towards --expect-workers
-        dispatcher = getattr(self.runner, "_users_dispatcher", None)
-        if node is not None and dispatcher is not None:
-            dispatcher.remove_worker(node)
+        self.held.pop(node_id, None)
+        self.admitted.discard(node_id)
+        _drop_ready(self.runner, node_id)
+        if self.on_refuse is not None:
+            self.on_refuse(node_id, why)
         self.runner.send_message(REFUSED, line, client_id=node_id)
         from locust.rpc import Message  # here: importing Locust patches the process (the pure parts stay plain)
 
         self.runner.server.send_to_client(Message("quit", None, node_id))
 
     def await_hellos(self, timeout_s: float = HELLO_WAIT_S) -> None:
-        """Test start: wait until every connected worker was checked (a worker too old to say hello: timeout_s)."""
+        """Test start: wait (at most timeout_s) while a connected worker's hello is still awaited, so that it
+        takes its users with the others instead of in a rebalance right after."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and any(str(c.id) not in self.checked for c in self.runner.clients.all):
+        while time.monotonic() < deadline and self.held:
             gevent.sleep(0.05)
+
+
+def _drop_ready(runner: Any, node_id: str) -> None:
+    """A worker admitted unchecked and refused later: out of Locust's workers, its users onto the others."""
+    node = runner.clients.pop(node_id, None)
+    dispatcher = getattr(runner, "_users_dispatcher", None)
+    if node is None or dispatcher is None:
+        return
+    from locust.runners import STATE_RUNNING
+
+    dispatcher.remove_worker(node)
+    if not dispatcher.dispatch_in_progress and runner.state == STATE_RUNNING:
+        runner.start(runner.target_user_count, runner.spawn_rate)
 
 
 def _refused(environment: Any, line: str) -> None:

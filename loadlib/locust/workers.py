@@ -4,7 +4,9 @@ integrity), a worker's flag on its final report, and a master that waits for tho
 Locust's master notices a dead worker only through missing heartbeats, logs one line, and ends the run as if nothing
 happened; and at quit it waits a fixed 0.5 s for the workers' final reports, so a worker whose InfluxDB sink is still
 closing reports its last counts to nobody. Here the master samples its workers once a second, records a loss (and
-says so as an `llm_event`), and at quit waits up to --llm-final-report-wait-s for every live worker's final report.
+says so as an `llm_event`), a stalled worker's recovery (its first heartbeat after it was found missing) and the
+workers the fingerprint check refused, and at quit waits up to --llm-final-report-wait-s for every live worker's
+final report.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import time
 from typing import Any
 
 from loadlib.locust.parts import Node, NodePart
-from loadlib.metrics.integrity import WorkerLedger, integrity_lines
+from loadlib.metrics.integrity import WorkerLedger, integrity_lines, stall_line
 
 log = logging.getLogger("loadlib")
 SAMPLE_INTERVAL_S = 1.0
@@ -38,16 +40,33 @@ class WorkersPart(NodePart):
         self._sampler: gevent.Greenlet | None = None
 
     def attach(self, environment: Any) -> None:
-        """Master only, once: heartbeats from Locust's events, and a quit that waits for final reports."""
-        environment.events.heartbeat_sent.add_listener(self._on_heartbeat)
+        """Master only, once: every worker heartbeat as it arrives, a last sample as the test stops, a quit that
+        waits for final reports, and the handshake's refusals. Locust's `heartbeat_sent` event would tell a recovery
+        late: Locust first rebalances onto the recovered worker and waits for its report (a second or more)."""
         runner = environment.runner
+        locust_handle = runner.handle_message
+
+        def handle(client_id: str, msg: Any) -> None:
+            if msg.type == "heartbeat" and msg.node_id in runner.clients:
+                self._on_heartbeat(msg.node_id, time.time())
+            locust_handle(client_id, msg)
+
+        runner.handle_message = handle
         runner.quit = lambda: _quit_awaiting_final_reports(runner, self)
+        environment.events.test_stopping.add_listener(lambda **_: self._sample_if_running())
+        if getattr(self.ctx, "gate", None) is not None:
+            self.ctx.gate.on_refuse = self.refused
 
     def start(self, ctx: Node) -> None:
         self.final = False
         if ctx.is_master:
             self.ledger = WorkerLedger()
             self._sampler = gevent.spawn(self._sample_forever)
+
+    def _sample_if_running(self) -> None:
+        """The test is stopping (still running): the last second's load is integrated before the state changes."""
+        if self._sampler is not None:
+            self.sample()
 
     def stop(self, ctx: Node) -> None:
         if ctx.is_master and self._sampler is not None:
@@ -68,8 +87,7 @@ class WorkersPart(NodePart):
         self.ledger.report(worker, bool(data.get("final")), int(data.get("requests") or 0))
 
     def summarize(self, summary: dict[str, Any]) -> None:
-        if self.ctx.is_master:
-            summary["integrity"] = self.ledger.summary()
+        summary["integrity"] = self.ledger.summary() if self.ctx.is_master else None  # a local run has no ledger
 
     def lines(self, summary: dict[str, Any]) -> list[str]:
         return integrity_lines(summary.get("integrity"))
@@ -77,14 +95,28 @@ class WorkersPart(NodePart):
     def _now(self) -> float:
         return time.time() - (self.ctx.started_at or time.time())
 
-    def _on_heartbeat(self, client_id: Any = None, timestamp: float | None = None, **_: Any) -> None:
+    def _on_heartbeat(self, client_id: Any, timestamp: float) -> None:
         started = self.ctx.started_at
-        if started is not None and timestamp is not None:
-            self.ledger.heartbeat(str(client_id), timestamp - started)
+        if started is None:
+            return
+        stall = self.ledger.heartbeat(str(client_id), timestamp - started)
+        if stall is not None:
+            log.warning("loadlib: %s", stall_line(str(client_id), *stall))
+
+    def refused(self, name: str, why: str) -> None:
+        """The handshake's gate refused a worker: during the test, the ledger keeps it (and stops its users if it
+        had any); before, it never was part of the run."""
+        if self.ctx.started_at is not None and self._sampler is not None:
+            self.ledger.refuse(name, self._now(), why)
 
     def _sample_forever(self) -> None:
+        """Once a second until stopped; a sample that fails is logged and the next one goes on (a dead sampler
+        would leave the rest of the run out of the ledger)."""
         while True:
-            self.sample()
+            try:
+                self.sample()
+            except Exception:
+                log.exception("loadlib: the worker ledger's sample failed")
             gevent.sleep(SAMPLE_INTERVAL_S)
 
     def sample(self) -> None:
@@ -104,7 +136,8 @@ class WorkersPart(NodePart):
         self.ledger.tick(now, int(runner.target_user_count or 0), users)
 
     def _lose(self, name: str, now: float, how: str) -> None:
-        self.ledger.lose(name, now, how)
+        if not self.ledger.lose(name, now, how):
+            return
         entry = self.ledger.workers[name]
         message = f"worker {name} lost at {entry.lost_s:.1f} s ({how}) with {entry.users} users"
         log.warning("loadlib: %s: the run is incomplete", message)

@@ -13,8 +13,10 @@ import subprocess
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from contextlib import suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,7 @@ def test_a_killed_worker_makes_the_run_incomplete_and_is_recorded_everywhere(
     rc, err, _ = run_distributed(
         *("-u", "20", "-r", "20", "-t", f"{RUN_S}s", "--llm-mock", "ttft_ms=20,itl_ms=5,output_tokens=24"),
         *("--llm-summary", str(summary_path), "--run-id", "integrity-run"),
+        *("--llm-records", str(tmp_path / "records-{worker}.jsonl")),
         *("--influx-url", influx.url, "--influx-api", "v1", "--influx-db", DB),
         timeout=120,
         during=lambda: kill_one_worker(killed, web),
@@ -79,7 +82,8 @@ def test_a_killed_worker_makes_the_run_incomplete_and_is_recorded_everywhere(
     s = load(summary_path)
     meta, block = s["meta"], s["integrity"]
     kill = killed["at"] - meta["started_at"]
-    truth = (10 * RUN_S + 10 * kill) / (20 * RUN_S)  # both workers' users started at once and ran until -t
+    first, last = run_span(read_records(tmp_path))  # the killed worker's last records died with it
+    truth = ((last - first) + (killed["at"] - first)) / (2 * (last - first))  # 10 users each from the first request
     assert abs(block["share"] - truth) <= 0.05 * truth, (block["share"], truth)
     (lost,) = [w for w in block["workers"] if w["lost_s"] is not None]
     assert lost["lost_how"] == "missing heartbeat" and abs(lost["lost_s"] - kill) <= 1.5, (lost, kill)
@@ -189,3 +193,141 @@ def test_a_worker_that_would_measure_something_else_is_refused_and_the_run_waits
 
 def worker_args(port: int) -> tuple[str, ...]:
     return ("--worker", "--master-host", "127.0.0.1", "--master-port", str(port))
+
+
+LATE_JOIN_S = 8.0  # the mismatched worker is started then (it joins a second or two later)
+STALL_FROM_S, STALL_TO_S = 15.0, 25.0
+STALL_RUN_S = 30
+
+
+def late_worker_and_stall(port: int, edited: Path, seen: dict[str, Any]) -> None:
+    """While the test runs (its start: both workers connected): start a worker with another locustfile at
+    LATE_JOIN_S, SIGSTOP one of the two good workers at STALL_FROM_S and SIGCONT it at STALL_TO_S (wall times kept)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and sum(map(connected, workers())) < 2:
+        time.sleep(0.1)
+    t0 = time.monotonic()
+    victim = workers()[0]
+    seen["victim_pid"] = victim.pid
+    time.sleep(max(t0 + LATE_JOIN_S - time.monotonic(), 0))
+    late = spawn(locust_cmd(*worker_args(port), locustfile=str(edited)), stderr=subprocess.PIPE, text=True)
+    time.sleep(max(t0 + STALL_FROM_S - time.monotonic(), 0))
+    victim.send_signal(signal.SIGSTOP)
+    seen["stop_at"] = time.time()
+    time.sleep(max(t0 + STALL_TO_S - time.monotonic(), 0))
+    victim.send_signal(signal.SIGCONT)
+    seen["cont_at"] = time.time()
+    try:
+        seen["late"] = (late.wait(timeout=30), late.communicate()[1])
+    finally:
+        late.kill()
+
+
+def spawn(cmd: list[str], **kw: Any) -> subprocess.Popen:
+    return subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, **kw)
+
+
+def read_records(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each worker's --llm-records (records-{worker}.jsonl), by file name."""
+    return {f.name: [json.loads(line) for line in f.read_text().splitlines()] for f in folder.glob("records-*")}
+
+
+def idle_s(records: list[dict[str, Any]], gap_s: float = 1.0) -> list[tuple[float, float]]:
+    """The spans over gap_s in which none of a worker's users started a request (they start one every ~0.3 s)."""
+    starts = sorted(r["start_unix_ns"] / 1e9 for r in records)
+    return [(a, b) for a, b in pairwise(starts) if b - a > gap_s]
+
+
+def users_busy(records: list[dict[str, Any]], t0: float, t1: float) -> float:
+    """Little's law on a worker's own records: its users' request time plus their think time (0.125 s on average)
+    over the span: how many users it ran then."""
+    cycles = [min(r["e2e_ms"] / 1000, 1.0) + 0.125 for r in records if t0 <= r["start_unix_ns"] / 1e9 < t1]
+    return sum(cycles) / (t1 - t0)
+
+
+def run_span(records: dict[str, list[dict[str, Any]]]) -> tuple[float, float]:
+    """The run's first request's start and its last request's end (the test's stop, within a request)."""
+    every = [r for recs in records.values() for r in recs]
+    return min(r["start_unix_ns"] / 1e9 for r in every), max(
+        r["start_unix_ns"] / 1e9 + r["e2e_ms"] / 1e3 for r in every
+    )
+
+
+def truth(records: dict[str, list[dict[str, Any]]], users: int) -> tuple[float, float]:
+    """(ran, intended) user-seconds from the workers' own records: each one's users ran from the run's first request
+    to its last one's end, less the spans in which none of them started a request."""
+    first, last = run_span(records)
+    ran = sum(users * (last - first - sum(b - a for a, b in idle_s(recs))) for recs in records.values())
+    return ran, users * len(records) * (last - first)
+
+
+def test_a_late_mismatched_worker_takes_no_users_and_a_stalled_worker_recovers(tmp_path: Path) -> None:
+    """One run of 2 x 7 users: a worker started with an edited locustfile joins ~LATE_JOIN_S into the test and is
+    refused before it takes users (it writes no record; the others keep their 7); a worker stopped for 10 s
+    (SIGSTOP, SIGCONT) is found missing, then recovers: not lost, its stall in the summary and on the console, and
+    the share of user-seconds that ran within 5 % of the truth from the workers' own records. The stall costs a
+    third of one worker's run: incomplete."""
+    port, summary = free_port(), tmp_path / "s.json"
+    edited = tmp_path / "chat.py"
+    edited.write_text((ROOT / "locustfiles" / "chat.py").read_text() + "\n# edited\n")
+    seen: dict[str, Any] = {}
+    args = (*headless(14, STALL_RUN_S), "--llm-mock", "ttft_ms=20,itl_ms=5,output_tokens=24")
+    args += ("--llm-summary", str(summary), "--llm-records", str(tmp_path / "records-{worker}.jsonl"))
+    out, err = run_master_with_workers(port, args, during=lambda: late_worker_and_stall(port, edited, seen))
+    assert summary.exists() and "late" in seen, err[-3000:]
+    s = load(summary)
+    block, started = s["integrity"], s["meta"]["started_at"]
+    late_rc, late_err = seen["late"]
+    assert late_rc == 2 and "error: refused worker" in late_err, late_err[-2000:]  # its locustfile (or loadlib) differs
+    (refusal,) = block["refused"]
+    assert not refusal["had_users"] and refusal["name"] not in {w["name"] for w in block["workers"]}
+    records = read_records(tmp_path)
+    assert len(records) == 2, "the refused worker wrote no record: it had no users"
+    busy = [users_busy(recs, started + refusal["at_s"], seen["stop_at"]) for recs in records.values()]
+    assert min(busy) > 6, f"each worker kept its 7 users after the refusal (4 + 5 when it took some): {busy}"
+    (stall,) = [span for recs in records.values() for span in idle_s(recs)]
+    assert abs(stall[0] - seen["stop_at"]) < 1 and abs(stall[1] - seen["cont_at"]) < 1, (stall, seen)
+    ran, intended = truth(records, 7)
+    assert abs(block["share"] - ran / intended) <= 0.05 * ran / intended, (block, ran / intended, err[-3000:])
+    assert abs(block["intended_user_s"] - intended) <= 0.05 * intended, (block, intended)
+    assert_stall_said(block, out, err, started, seen)
+
+
+def assert_stall_said(block: dict[str, Any], out: str, err: str, started: float, seen: dict[str, Any]) -> None:
+    """The stalled worker is not lost; its stall (SIGSTOP to SIGCONT, within a heartbeat) is in the summary, on the
+    master's log when it recovers and in the summary's lines; the run is incomplete by its share alone."""
+    (stalled,) = [w for w in block["workers"] if w["stalls"]]
+    assert all(w["lost_s"] is None for w in block["workers"]) and block["rebalanced"] is False
+    ((frm, to),) = [(x["from_s"], x["to_s"]) for x in stalled["stalls"]]
+    assert abs(frm - (seen["stop_at"] - started)) <= 1.0 and abs(to - (seen["cont_at"] - started)) <= 1.0
+    line = f"worker {stalled['name']} stalled {to - frm:.1f} s (no heartbeat) and recovered at {to:.1f} s"
+    assert line in out and f"loadlib: worker {stalled['name']} stalled" in err
+    (reason,) = block["reasons"]
+    assert not block["complete"] and reason.endswith("of the intended user-seconds ran (under 95 %)")
+    assert f"worker {block['refused'][0]['name']} refused at" in out and "before it took any users" in out
+
+
+def run_master_with_workers(port: int, args: tuple[str, ...], during: Callable[[], None]) -> tuple[str, str]:
+    """A headless master and two matching workers on loopback, `during()` in a thread: the master's (stdout, stderr);
+    every process reaped (a stopped one continued first)."""
+    bind = ("--master-bind-host", "127.0.0.1", "--master-bind-port", str(port))
+    master = spawn(locust_cmd(*args, "--master", "--expect-workers", "2", *bind), stderr=subprocess.PIPE, text=True)
+    procs = [spawn(locust_cmd(*worker_args(port)), stderr=subprocess.DEVNULL) for _ in range(2)]
+    thread = threading.Thread(target=during, daemon=True)
+    thread.start()
+    try:
+        out, err = master.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        master.kill()
+        out, err = master.communicate()
+        pytest.fail(f"the master did not end within 90 s: {err[-3000:]}")
+    finally:
+        thread.join(timeout=60)
+        for p in [*procs, master]:
+            with suppress(OSError):
+                os.kill(p.pid, signal.SIGCONT)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    return out, err
