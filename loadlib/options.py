@@ -108,7 +108,13 @@ OPTIONS: tuple[Option, ...] = (
         "Name of the environment variable holding the API key (default: OPENAI_API_KEY or ANTHROPIC_API_KEY; "
         "'none' for servers without auth). Keys are never taken from the command line.",
     ),
-    _o("--llm-endpoint-name", ENDPOINT, "", "Label for the endpoint (default: its host name; 'mock' for the mock)."),
+    _o(
+        "--llm-endpoint-name",
+        ENDPOINT,
+        "",
+        "Label for the endpoint (default: its host, with the port when not the scheme's default, e.g. "
+        "127.0.0.1:8001; 'mock' for the embedded mock).",
+    ),
     _o("--llm-max-tokens", ENDPOINT, 128, "max_tokens per request (scenarios may set their own)."),
     _o(
         "--llm-price-table",

@@ -20,7 +20,8 @@ ERROR = 8  # an in-stream error event inside an HTTP 200 response (provider_erro
 
 # Where a response's usage came from (RequestRecord.usage_source, docs/records.md).
 USAGE_STREAM = "stream"  # events of their own: OpenAI's usage-only chunk, Anthropic's message_start/message_delta
-USAGE_FINAL_CHUNK = "final_chunk"  # on a chunk that also carried choices (the finish chunk, as some servers do)
+# on the chunk with output or the finish reason (as some servers send it); a later usage-only chunk is USAGE_STREAM
+USAGE_FINAL_CHUNK = "final_chunk"
 USAGE_BODY = "body"  # a non-streamed response body
 USAGE_ESTIMATED = "estimated"  # no usage from the server: our tiktoken counts
 
