@@ -120,9 +120,18 @@ class Assessed:
     def passes(self) -> bool:
         return all(v == PASS for v in self.bars.values())
 
+    @property
+    def passes_known(self) -> bool:
+        """Fails no bar and passes at least one: what `--recommend-known` may pick when nothing passes every bar."""
+        return FAIL not in self.bars.values() and PASS in self.bars.values()
+
 
 @dataclass(frozen=True)
 class Verdict:
+    """`basis` says what the recommendation rests on: "every" bar passed, or only the "known" bars (the user asked for
+    that with --recommend-known; the unknowns stay unknown, never passes); "" when nothing is recommended.
+    `unknowns` holds one plain sentence per bar that is unknown somewhere, with how to measure it or drop it."""
+
     assessed: list[Assessed]
     bars: Bars
     front: list[str]
@@ -130,6 +139,8 @@ class Verdict:
     reason: str
     excluded: list[str] = field(default_factory=list)
     off_front: dict[str, list[str]] = field(default_factory=dict)
+    basis: str = ""
+    unknowns: list[str] = field(default_factory=list)
 
 
 # -- cost --------------------------------------------------------------------------------------------------------------
@@ -281,17 +292,28 @@ def points(assessed: list[Assessed], latency: str) -> dict[str, tuple[float, flo
     return out
 
 
-def decide(assessed: list[Assessed], bars: Bars) -> Verdict:
-    """The Pareto front, and the cheapest endpoint that passes every bar (ties: lower latency, then name)."""
+def decide(assessed: list[Assessed], bars: Bars, known_only: bool = False) -> Verdict:
+    """The Pareto front, and the cheapest endpoint that passes every bar (ties: lower latency, then name). When none
+    does and `known_only` (--recommend-known), the cheapest that passes every bar that is known, labelled as such."""
     pts = points(assessed, bars.latency)
     front = pareto_front(pts)
     off = {name: dominated_by(pts, name) for name in pts if name not in front}
-    passing = sorted((a for a in assessed if a.passes), key=lambda a: _rank(a, bars.latency))
     excluded = [_exclusion(a) for a in assessed if not a.passes]
-    if not passing:
-        return Verdict(assessed, bars, front, None, _none_reason(assessed), excluded, off)
-    best = passing[0]
-    return Verdict(assessed, bars, front, best.m.name, _reason(best, len(passing), front), excluded, off)
+    passing = _ranked([a for a in assessed if a.passes], bars.latency)
+    if passing:
+        reason = _reason(passing[0], len(passing), front, "every bar")
+        return Verdict(assessed, bars, front, passing[0].m.name, reason, excluded, off, "every")
+    unknowns = unknown_sentences(assessed)
+    known = _ranked([a for a in assessed if a.passes_known], bars.latency) if known_only else []
+    if known:
+        reason = _reason(known[0], len(known), front, "every known bar")
+        return Verdict(assessed, bars, front, known[0].m.name, reason, excluded, off, "known", unknowns)
+    reason = _none_reason(assessed, known_only)
+    return Verdict(assessed, bars, front, None, reason, excluded, off, "", unknowns)
+
+
+def _ranked(candidates: list[Assessed], latency: str) -> list[Assessed]:
+    return sorted(candidates, key=lambda a: _rank(a, latency))
 
 
 def _rank(a: Assessed, latency: str) -> tuple[bool, float, float, str]:
@@ -299,9 +321,9 @@ def _rank(a: Assessed, latency: str) -> tuple[bool, float, float, str]:
     return (blended is None, blended or 0.0, math.inf if p95 is None else p95, a.m.name)
 
 
-def _reason(best: Assessed, n: int, front: list[str]) -> str:
+def _reason(best: Assessed, n: int, front: list[str], what: str) -> str:
     cost = usd(best.costs.blended) + " per 1K tokens" if best.costs.blended is not None else "cost unknown"
-    among = "the only endpoint that passes every bar" if n == 1 else f"the cheapest of the {n} that pass every bar"
+    among = f"the only endpoint that passes {what}" if n == 1 else f"the cheapest of the {n} that pass {what}"
     place = "on the Pareto front" if best.m.name in front else "not on the Pareto front (see the chart)"
     caveat = "; its cost rests on estimated tokens" if best.costs.estimated else ""
     return f"{among} ({cost}), {place}{caveat}"
@@ -316,22 +338,47 @@ def _result_text(bar: str, result: str, why: str) -> str:
     return f"{bar} unknown: {why}" if result == UNKNOWN else f"{'passes' if result == PASS else 'fails'} {bar}: {why}"
 
 
-HINTS = {
-    "context": "probe each endpoint (locustfiles/long_document.py --doc-mode probe) or pass --min-context off",
-    "cost": "name the prices with --price-table or --pool, or pass --max-usd-per-1k off",
-    "latency": "no endpoint answered successfully",
-    "errors": "no endpoint sent a request",
+# How to make an unknown bar known, or drop it: the end of the sentence that names who it is unknown for.
+HOW_TO_KNOW = {
+    "latency": "no request succeeded, so there is no p95: see the errors by class, or drop the bar with "
+    "--max-p95-ms off",
+    "cost": "name the prices with --pool or --price-table, or drop the bar with --max-usd-per-1k off",
+    "context": "measure it with the long-document probe, one run per endpoint (locustfiles/long_document.py --doc-mode "
+    "probe), and pass those summaries too, or drop the bar with --min-context off",
+    "errors": "no request was sent to it, or drop the bar with --max-error-rate off",
 }
+BAR_NAMES = {"latency": "Latency", "cost": "Cost", "context": "Context", "errors": "The error rate"}
+NUMBER_WORDS = {2: "both endpoints", 3: "all three endpoints", 4: "all four endpoints", 5: "all five endpoints"}
 
 
-def _none_reason(assessed: list[Assessed]) -> str:
-    text = "no endpoint passes every bar"
-    unknown_only = [a.m.name for a in assessed if FAIL not in a.bars.values()]
-    if unknown_only:
-        text += f"; {', '.join(unknown_only)} fail no bar but have figures that are unknown, which is not a pass"
-    blind = [b for b in BARS if assessed and all(a.bars.get(b) == UNKNOWN for a in assessed)]
-    hints = [f"{b} is unknown for every endpoint: {HINTS[b]}" for b in blind]
-    return "; ".join([text, *hints])
+def unknown_sentences(assessed: list[Assessed]) -> list[str]:
+    """One sentence per bar that is unknown for some endpoint: for whom, and how to measure it or drop it."""
+    out = []
+    for bar in BARS:
+        names = [a.m.name for a in assessed if a.bars.get(bar) == UNKNOWN]
+        if names:
+            out.append(f"{BAR_NAMES[bar]} is unknown for {who(names, len(assessed))}: {HOW_TO_KNOW[bar]}.")
+    return out
+
+
+def who(names: list[str], total: int) -> str:
+    """'all three endpoints' when every one of several, else the names: 'fast', 'fast and slow', 'a, b and c'."""
+    if len(names) == total > 1:
+        return NUMBER_WORDS.get(total, f"all {total} endpoints")
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _none_reason(assessed: list[Assessed], known_only: bool) -> str:
+    """Why nothing is recommended, in plain words; the unknown bars get their own sentences (`unknown_sentences`)."""
+    waiting = [a for a in assessed if a.passes_known]
+    if not waiting:
+        return "no endpoint passes every bar" + ("" if assessed else " (no endpoint was measured)")
+    names = who([a.m.name for a in waiting], len(assessed))
+    unknown = [b for b in BARS if any(a.bars.get(b) == UNKNOWN for a in waiting)]
+    one = len(waiting) == 1
+    text = f"{names} {'passes' if one else 'pass'} every known bar, but {'its' if one else 'their'} "
+    text += f"{who(unknown, 0)} {'is' if len(unknown) == 1 else 'are'} unknown, and unknown is never a pass"
+    return text if known_only else text + "; add --recommend-known to recommend on the known bars"
 
 
 # -- formatting (shared by the HTML and Markdown reports) -----------------------------------------------------------

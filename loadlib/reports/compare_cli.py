@@ -2,7 +2,8 @@
 
 Reads run summaries (--llm-summary), treats every endpoint in them as a candidate, and writes the side-by-side
 comparison, the latency–cost chart with its Pareto front and the verdict against the bars (docs/comparison.md).
-Exit codes: 0 an endpoint is recommended, 1 none passes every bar, 2 bad input (one line on stderr, no traceback).
+Exit codes: 0 an endpoint is recommended (on every bar, or with --recommend-known on the bars that are known), 1 none
+is, 2 bad input (one line on stderr, no traceback).
 This module is the edge: argument parsing, reading and writing files, printing; the rest is pure."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from loadlib.errors import ConfigError
 from loadlib.reports.compare import LATENCIES, Bars, Verdict, assess, decide
 from loadlib.reports.compare_load import CompareInputError, candidates, read_summary, unique_names
 from loadlib.reports.compare_prices import load_pool, load_table, priced
-from loadlib.reports.compare_render import front_text, headline, html_report, markdown_report
+from loadlib.reports.compare_render import front_text, html_report, markdown_report, verdict_lines
 
 DEFAULTS = Bars()
 OFF = ("off", "none")
@@ -33,7 +34,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def compare_main(argv: Sequence[str]) -> int:
-    """Run the comparison. Exit code: 0 an endpoint is recommended, 1 none passes every bar, 2 bad input."""
+    """Run the comparison. Exit code: 0 an endpoint is recommended (the headline says on which bars), 1 none is,
+    2 bad input."""
     try:
         args = _parser().parse_args(list(argv))
         verdict, table_label = _verdict(args)
@@ -55,7 +57,7 @@ def _verdict(args: argparse.Namespace) -> tuple[Verdict, str]:
     table = load_table(args.price_table)
     pool = load_pool(args.pool)
     pairs = [priced(m, table, pool, args.pool or "") for m in found]
-    return decide(assess(pairs, bars), bars), table.source
+    return decide(assess(pairs, bars), bars, args.recommend_known), table.source
 
 
 def _write(args: argparse.Namespace, v: Verdict, table_label: str) -> None:
@@ -68,7 +70,8 @@ def _write(args: argparse.Namespace, v: Verdict, table_label: str) -> None:
     if args.markdown:
         Path(args.markdown).write_text(markdown_report(v, table_label), encoding="utf-8")
     written = ", ".join(p for p in (args.output, args.markdown) if p)
-    sys.stdout.write(f"{headline(v)}\n{front_text(v)}\nwritten: {written}\n")
+    lines = [*verdict_lines(v), front_text(v), f"written: {written}"]
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
 
 
 def _bars(args: argparse.Namespace) -> Bars:
@@ -105,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m loadlib compare",
         description="Compare endpoints measured by loadlib runs: a side-by-side table, the latency-cost Pareto front "
         "and a verdict against selection bars (docs/comparison.md). Exit 0: an endpoint is recommended; 1: none "
-        "passes every bar; 2: bad input.",
+        "is; 2: bad input.",
     )
     p.add_argument("summaries", nargs="+", metavar="SUMMARY", help="run summary JSON files (--llm-summary)")
     p.add_argument("-o", "--output", metavar="HTML", help="write the HTML report (with the chart) here")
@@ -117,6 +120,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--min-context", metavar="TOKENS", default=str(DEFAULTS.min_context), help=f"context bar {off}")
     p.add_argument("--max-error-rate", metavar="FRACTION", default="off", help=f"error bar, e.g. 0.01 {off}")
     p.add_argument("--latency", choices=LATENCIES, default=DEFAULTS.latency, help="the p95 the bar and chart use")
+    p.add_argument(
+        "--recommend-known",
+        action="store_true",
+        help="when no endpoint passes every bar, recommend the cheapest that fails none of the bars that are known "
+        "(labelled 'on the known bars only'; an unknown bar is still never a pass) and exit 0",
+    )
     p.add_argument("--price-table", metavar="YAML", help="the price table the runs used (default: the bundled one)")
     p.add_argument("--pool", metavar="YAML", help="the pool file the run used: each endpoint's model and prices")
     return p

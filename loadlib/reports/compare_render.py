@@ -64,7 +64,16 @@ def bars_text(v: Verdict) -> str:
 
 
 def headline(v: Verdict) -> str:
-    return f"Recommended: {v.recommended}, {v.reason}" if v.recommended else f"No recommendation: {v.reason}"
+    """The verdict's first line; a recommendation on the known bars only says so before the name."""
+    if not v.recommended:
+        return f"No recommendation: {v.reason}"
+    label = "Recommended on the known bars only" if v.basis == "known" else "Recommended"
+    return f"{label}: {v.recommended}, {v.reason}"
+
+
+def verdict_lines(v: Verdict) -> list[str]:
+    """What stdout prints and both reports lead with: the headline, then a sentence per unknown bar."""
+    return [headline(v), *v.unknowns]
 
 
 def front_text(v: Verdict) -> str:
@@ -170,8 +179,9 @@ def html_report(v: Verdict, table_label: str) -> str:
 
 
 def _html_sections(v: Verdict, table_label: str) -> list[str]:
-    klass = "pass" if v.recommended else "fail"
+    klass = {"every": "pass", "known": ""}.get(v.basis, "fail")
     verdict = f'<p class="{klass}"><strong>{html.esc(headline(v))}</strong></p>'
+    verdict += "".join(f"<p>{html.esc(line)}</p>" for line in v.unknowns)
     verdict += _html_list([front_text(v), *off_front_lines(v), *v.excluded])
     verdict += html.table(bar_head(v), bar_rows(v))
     return [
@@ -219,6 +229,7 @@ def markdown_report(v: Verdict, table_label: str) -> str:
         subtitle(v),
         "## Verdict",
         f"**{md_esc(headline(v))}**",
+        "\n\n".join(md_esc(line) for line in v.unknowns),
         _md_list([front_text(v), *off_front_lines(v), *v.excluded]),
         md_table(bar_head(v), [[text for text, _ in row] for row in bar_rows(v)]),
         "## Measured side by side",

@@ -85,11 +85,14 @@ DEFAULT_BARS = Bars()
 
 
 def verdict(
-    inputs: list[tuple[dict[str, Any], str]], bars: Bars = DEFAULT_BARS, table: PriceTable | None = None
+    inputs: list[tuple[dict[str, Any], str]],
+    bars: Bars = DEFAULT_BARS,
+    table: PriceTable | None = None,
+    known_only: bool = False,
 ) -> Verdict:
     found = unique_names(m for s, f in inputs for m in candidates(s, f))
     pairs = [priced(m, table or PriceTable({}), {}) for m in found]
-    return decide(assess(pairs, bars), bars)
+    return decide(assess(pairs, bars), bars, known_only)
 
 
 def results(v: Verdict, bar: str) -> dict[str, str]:
@@ -127,13 +130,60 @@ def test_a_dominated_endpoint_leaves_the_front_and_loosened_bars_pick_the_cheape
     assert v.reason.startswith("the cheapest of the 4 that pass every bar ($0.0005 per 1K tokens)")
 
 
-def test_no_context_probe_is_unknown_not_a_pass_so_nothing_is_recommended() -> None:
+CONTEXT_UNKNOWN = (
+    "Context is unknown for all three endpoints: measure it with the long-document probe, one run per endpoint "
+    "(locustfiles/long_document.py --doc-mode probe), and pass those summaries too, or drop the bar with "
+    "--min-context off."
+)
+
+
+def test_no_context_probe_is_unknown_not_a_pass_so_nothing_is_recommended_and_the_verdict_says_why_plainly() -> None:
     v = verdict(three_summaries(probe=None))
     assert results(v, "context") == {"fast": UNKNOWN, "middle": UNKNOWN, "slow": UNKNOWN}
-    assert v.recommended is None
-    assert "middle fail no bar but have figures that are unknown, which is not a pass" in v.reason
-    assert "context is unknown for every endpoint" in v.reason and "--min-context off" in v.reason
+    assert (v.recommended, v.basis) == (None, "")
+    assert v.reason == (
+        "middle passes every known bar, but its context is unknown, and unknown is never a pass; "
+        "add --recommend-known to recommend on the known bars"
+    )
+    assert v.unknowns == [CONTEXT_UNKNOWN]
     assert "middle: context unknown: no long-document probe in its run" in v.excluded
+
+
+def test_recommend_known_picks_among_the_known_bars_and_says_so() -> None:
+    v = verdict(three_summaries(probe=None), known_only=True)
+    assert (v.recommended, v.basis) == ("middle", "known")
+    assert v.reason == "the only endpoint that passes every known bar ($0.001 per 1K tokens), on the Pareto front"
+    assert v.unknowns == [CONTEXT_UNKNOWN]  # still unknown, never a pass
+    assert results(v, "context") == {"fast": UNKNOWN, "middle": UNKNOWN, "slow": UNKNOWN}
+    assert not any(a.passes for a in v.assessed)
+
+
+def test_recommend_known_prefers_an_endpoint_that_passes_every_bar() -> None:
+    v = verdict(three_summaries(), known_only=True)
+    assert (v.recommended, v.basis, v.unknowns) == ("middle", "every", [])
+    assert v.reason.startswith("the only endpoint that passes every bar")
+
+
+def test_recommend_known_never_picks_an_endpoint_that_fails_a_known_bar_or_has_no_known_bar() -> None:
+    v = verdict(three_summaries(probe=None), Bars(max_usd_per_1k=0.0004), known_only=True)
+    assert (v.recommended, v.reason) == (None, "no endpoint passes every bar")
+    assert v.unknowns == [CONTEXT_UNKNOWN]
+    dead = summary(row("dead", 100.0, None, count=5, errors={"http_5xx": 5}, tokens=0), run_id="d")
+    v = verdict([(dead, "d.json")], Bars(max_usd_per_1k=None), known_only=True)
+    assert results(v, "latency") == {"dead": UNKNOWN} and v.recommended is None
+    assert v.unknowns[0].startswith("Latency is unknown for dead: no request succeeded, so there is no p95")
+
+
+def test_unknown_sentences_name_whom_a_bar_is_unknown_for() -> None:
+    one = summary(row("a", 100.0, 0.05), probe=BIG, run_id="a")
+    none = [(summary(row(n, 100.0, 0.05), run_id=n), f"{n}.json") for n in ("b", "c")]
+    v = verdict([(one, "a.json"), *none], Bars(max_usd_per_1k=0.0001))
+    assert v.unknowns[0].startswith("Context is unknown for b and c: measure it")
+    v = verdict([(one, "a.json"), *none])
+    assert (v.recommended, v.basis, v.unknowns) == ("a", "every", [])  # an unknown that decides nothing is not news
+    v = verdict(none)
+    assert v.unknowns[0].startswith("Context is unknown for both endpoints: measure it")
+    assert v.reason.startswith("both endpoints pass every known bar, but their context is unknown")
 
 
 def test_context_bar_fails_below_the_limit_and_is_unknown_when_the_probe_stopped_short() -> None:

@@ -71,6 +71,27 @@ def test_a_pool_summary_with_its_pool_file_names_models_and_prices(
     assert "the run's own cost, price not named: model 'not-priced' is not in the price table" in text
 
 
+def test_unknown_context_exits_1_and_recommend_known_exits_0_labelled(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    files, md = three_files(tmp_path, probe=None), tmp_path / "cmp.md"
+    assert compare_main([*files, "--markdown", str(md)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("No recommendation: middle passes every known bar, but its context is unknown")
+    assert lines[1].startswith("Context is unknown for all three endpoints: measure it with the long-document probe")
+    assert lines[2].startswith("Pareto front")
+    assert compare_main([*files, "--markdown", str(md), "--recommend-known"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        "Recommended on the known bars only: middle, the only endpoint that passes every known bar "
+        "($0.001 per 1K tokens), on the Pareto front"
+    )
+    assert lines[1].startswith("Context is unknown for all three endpoints")
+    text = md.read_text()
+    assert "**Recommended on the known bars only: middle," in text and "\n\nContext is unknown for all three" in text
+    assert "| middle | pass: TTFT p95 250 ms < 380 ms |" in text and "| unknown: no long-document probe" in text
+
+
 def test_the_bars_can_be_switched_off(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     files = three_files(tmp_path, probe=None)
     assert compare_main(files) == 1  # context unknown everywhere
