@@ -94,9 +94,16 @@ def bar_rows(v: Verdict) -> list[list[tuple[str, str]]]:
     for a in v.assessed:
         cells = [(a.m.name, "")]
         cells += [(f"{a.bars[b]}: {a.why[b]}", _css(a.bars[b])) for b in on]
-        cells.append(("yes" if a.passes else "no", "pass" if a.passes else "fail"))
+        cells.append(_passes_cell(a))
         rows.append(cells)
     return rows
+
+
+def _passes_cell(a: Assessed) -> tuple[str, str]:
+    """yes, no (a bar fails), or unknown: it fails none but some bar is unknown, and unknown is not a pass."""
+    if a.passes:
+        return "yes", "pass"
+    return ("unknown", "muted") if a.passes_known else ("no", "fail")
 
 
 def bar_head(v: Verdict) -> list[str]:
@@ -179,8 +186,8 @@ def html_report(v: Verdict, table_label: str) -> str:
 
 
 def _html_sections(v: Verdict, table_label: str) -> list[str]:
-    klass = {"every": "pass", "known": ""}.get(v.basis, "fail")
-    verdict = f'<p class="{klass}"><strong>{html.esc(headline(v))}</strong></p>'
+    klass = {"every": ' class="pass"', "known": ""}.get(v.basis, ' class="fail"')
+    verdict = f"<p{klass}><strong>{html.esc(headline(v))}</strong></p>"
     verdict += "".join(f"<p>{html.esc(line)}</p>" for line in v.unknowns)
     verdict += _html_list([front_text(v), *off_front_lines(v), *v.excluded])
     verdict += html.table(bar_head(v), bar_rows(v))
