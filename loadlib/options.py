@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from loadlib.outputs.progress import checked_mode as checked_progress
 from loadlib.pacing import PROCESSES as ARRIVAL_PROCESSES
 
 ENDPOINT = "LLM endpoint and requests"
@@ -300,6 +301,18 @@ OPTIONS: tuple[Option, ...] = (
         "",
         "Write every request's record (timings, ITLs, tokens, cost, status; no prompt or output text) as JSON lines "
         "to this file; {run_id} and {worker} in the path are filled in (workers on one machine may share it).",
+        web_ui=False,
+    ),
+    _o(
+        "--llm-progress",
+        OUTPUT,
+        "auto",
+        "Headless runs: what the master (or local runner) shows while the test runs. auto: a live panel on a terminal "
+        "(elapsed against -t, users, requests/s, output tokens/s, TTFT p50/p95, errors by class, thresholds so far, "
+        "client health), one line every 10 s when stdout is not a terminal (CI logs); bar or lines: that one; "
+        "lines:SECONDS (or auto:SECONDS): another line interval; locust: Locust's request table every 2 s instead; "
+        "off: nothing until the summary. Locust's table is off unless this is locust or --print-stats is given.",
+        type=checked_progress,
         web_ui=False,
     ),
     # client health

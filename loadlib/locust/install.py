@@ -24,7 +24,7 @@ from loadlib import options
 from loadlib.config import NO_KEY, make_endpoint
 from loadlib.errors import LoadlibError
 from loadlib.failover.pool import PoolConfig, check_pool
-from loadlib.locust import handshake
+from loadlib.locust import handshake, progress
 from loadlib.locust.abort import AbortWatch
 from loadlib.locust.checks import PLACEHOLDER_HOST, check_output_path, check_outputs, check_run
 from loadlib.locust.context import RunContext, context
@@ -89,6 +89,7 @@ def on_init(environment: Any, **_: Any) -> None:
         tokens.get_encoding()  # load the tokenizer now: building it holds the GIL for a while
         environment.runner.register_message(DRILL_MESSAGE, lambda msg, **__: ctx.failover.drill(msg.data))
         return
+    progress.prepare(ctx)  # before Locust spawns its request-table printer
     if ctx.is_master:
         ctx.gate = handshake.Gate(environment)  # first: a worker may say hello while the checks below run
     previous = signal.signal(signal.SIGTERM, _terminated)  # Locust handles SIGTERM only once init is over
@@ -272,6 +273,7 @@ def on_test_start(ctx: RunContext) -> None:
     if ctx.drills is not None:
         ctx.drills.start()
     _watch_thresholds(ctx)
+    progress.start(ctx)
     if ctx.generates_load:
         _quiet_gc()
     get_hub().loop.update_now()  # Locust arms -t from the loop's cached clock, stale after the blocking work above
@@ -299,6 +301,7 @@ def _quiet_gc() -> None:
 
 
 def on_test_stop(ctx: RunContext) -> None:
+    progress.stop(ctx)  # first: the display ends before anything else prints
     if ctx.abort is not None:
         ctx.abort.stop()
     if ctx.drills is not None:
