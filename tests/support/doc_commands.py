@@ -1,14 +1,27 @@
-"""The load-test commands the docs show, read out of README.md and docs/*.md, so a test can run each one as written.
+"""The shell commands the docs show, read out of README.md and docs/*.md, so a test can run each one as written.
 
 Pure functions (no process, no network): `doc_commands` finds the shell commands in fenced code blocks (```bash,
-sh, console, shell), `selection` says whether one can run here against the embedded mock (or why not), `prepare`
-turns it into the argv a test runs: the same command with `-t 10s`, at most 10 users and every output file in a
-temporary directory. tests/integration/test_doc_commands.py runs them; tests/unit/test_doc_commands_extract.py
-checks the parsing.
+sh, console, shell) with the marker each carries; the `is_*` predicates sort them (load tests, loadlib tools, the mock
+server and the curl commands that probe it, installs, loop syntax); `selection` says whether a load test can run here
+against the embedded mock (or why not); the `prepare*` functions turn a command into the argv a test runs: a load test
+with `-t 10s`, at most 10 users and every output file in a temporary directory, the mock on a free port with the curl
+commands pointed at it, a web UI on a free port. tests/integration/test_doc_commands.py runs them;
+tests/unit/test_doc_commands_extract.py checks the parsing.
+
+The marker. A command that cannot run here (it needs a real provider, a cluster, Docker, an InfluxDB server) says so
+with a comment, the one convention the docs use:
+
+    # needs: a Kubernetes cluster              <- the block's first line: every command of the block
+    locust ... --host https://x/v1   # needs: a real endpoint (your gateway)   <- on the command's line: that command
+
+The words after `needs:` are one or more of NEEDS, joined by `, `; a note may follow in parentheses. A marker
+anywhere else, or with other words, is a problem (`marker_problems`) so a typo cannot hide a command.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fnmatch
 import re
 import shlex
 import sys
@@ -43,8 +56,17 @@ OUTPUT_OPTIONS = frozenset(
 TARGET_OPTIONS = ("--host", "-H")
 RUN_TIME_OPTIONS = ("-t", "--run-time")
 USERS_OPTIONS = ("-u", "--users")
-SECRET_NAME = re.compile(r"(KEY|TOKEN|PASSWORD|SECRET)$")
+# A provider's or a server's key set on the command line: the command is meant for that provider. A password the doc
+# sets itself (the web login's) is the doc's own choice, not one the reader must bring.
+SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET)$")
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# What a marked command needs that this machine's tests do not have: the only words a `# needs:` marker may use.
+NEEDS = ("a real endpoint", "a Kubernetes cluster", "Docker", "an InfluxDB server")
+MARKER = re.compile(r"^needs:\s*(.*?)\s*(\(.*\))?$")
+PYTHON = re.compile(r"python(3(\.\d+)?)?")
+SHELL_SYNTAX = frozenset({"for", "while", "until", "done", "fi", "}", "esac"})
+DEFAULT_MOCK_PORT = 8000  # python -m loadlib.mock's --port default
+LOCAL_URL = re.compile(r"^(?:https?://)?(localhost|127\.0\.0\.1)(?::(\d+))?(/.*)?$")
 
 
 @dataclass(frozen=True)
@@ -67,6 +89,7 @@ class Command:
     env: Mapping[str, str] = field(default_factory=dict)
     background: bool = False
     text: str = ""
+    needs: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -98,9 +121,9 @@ def fenced_blocks(markdown: str) -> Iterator[Block]:
         i += 1
 
 
-def strip_comment(line: str) -> str:
-    """The line without its shell comment: a `#` at the start of a word, outside quotes (shlex would also cut
-    `a#b`, which bash does not)."""
+def split_comment(line: str) -> tuple[str, str]:
+    """The line without its shell comment, and the comment's text (after the `#`): a `#` at the start of a word,
+    outside quotes (shlex would also cut `a#b`, which bash does not)."""
     quote = ""
     for i, ch in enumerate(line):
         if quote:
@@ -109,8 +132,36 @@ def strip_comment(line: str) -> str:
         elif ch in "'\"":
             quote = ch
         elif ch == "#" and (i == 0 or line[i - 1].isspace()):
-            return line[:i].rstrip()
-    return line.rstrip()
+            return line[:i].rstrip(), line[i + 1 :].strip()
+    return line.rstrip(), ""
+
+
+def strip_comment(line: str) -> str:
+    """The line without its shell comment."""
+    return split_comment(line)[0]
+
+
+def marker_needs(comment: str) -> tuple[str, ...] | None:
+    """What a `needs:` comment names (None when the comment is no marker); ValueError on words outside NEEDS."""
+    found = MARKER.match(comment)
+    if not found:
+        return None
+    terms = tuple(term.strip() for term in found.group(1).split(","))
+    unknown = [term for term in terms if term not in NEEDS]
+    if unknown:
+        raise ValueError(f"needs {unknown}: the marker's words are {', '.join(map(repr, NEEDS))}")
+    return terms
+
+
+def block_needs(block: Block) -> tuple[str, ...]:
+    """The block's marker: its first non-blank line when that is a `# needs: ...` comment line."""
+    first = next((line.strip() for line in block.lines if line.strip()), "")
+    if not first.startswith("#"):
+        return ()
+    try:
+        return marker_needs(first[1:].strip()) or ()
+    except ValueError:
+        return ()
 
 
 def tokens(line: str) -> list[str]:
@@ -121,10 +172,11 @@ def tokens(line: str) -> list[str]:
     return list(lexer)
 
 
-def logical_lines(block: Block) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each command line: `\\` continuations, open quotes and a trailing `&&` / `||` / `|`
-    join the next line; a console block keeps only `$ ` prompt lines (the rest is output)."""
-    pending, start = "", 0
+def logical_lines(block: Block) -> Iterator[tuple[int, str, tuple[str, ...]]]:
+    """(line number, text, marker) of each command line: `\\` continuations, open quotes and a trailing `&&` / `||` /
+    `|` join the next line; a console block keeps only `$ ` prompt lines (the rest is output). The marker is what a
+    `# needs:` comment on one of its physical lines names (words outside NEEDS are left to `marker_problems`)."""
+    pending, start, needs = "", 0, ()
     for offset, raw in enumerate(block.lines):
         line = raw
         if block.lang == "console" and not pending:
@@ -132,8 +184,10 @@ def logical_lines(block: Block) -> Iterator[tuple[int, str]]:
                 continue
             line = line.lstrip()[2:]
         if not pending:
-            start = block.first_line + offset
-        text = strip_comment(line)
+            start, needs = block.first_line + offset, ()
+        text, comment = split_comment(line)
+        with contextlib.suppress(ValueError):
+            needs = marker_needs(comment) or needs
         if text.endswith("\\"):
             pending += text[:-1] + " "
             continue
@@ -142,10 +196,10 @@ def logical_lines(block: Block) -> Iterator[tuple[int, str]]:
             pending += " "
             continue
         if pending.strip():
-            yield start, pending.strip()
+            yield start, pending.strip(), needs
         pending = ""
     if pending.strip():
-        yield start, pending.strip()
+        yield start, pending.strip(), needs
 
 
 def _continues(line: str) -> bool:
@@ -184,16 +238,20 @@ def split_env(words: Sequence[str]) -> tuple[dict[str, str], list[str]]:
 
 
 def block_commands(block: Block, source: str, index: int) -> Iterator[Command]:
-    """The block's simple commands; `export A=b` lines are not commands but set A for the block's later ones."""
+    """The block's simple commands; `export A=b` lines are not commands but set A for the block's later ones. A
+    command carries its line's marker, else its block's."""
     exported: dict[str, str] = {}
-    for line, text in logical_lines(block):
+    marked = block_needs(block)
+    for line, text, needs in logical_lines(block):
         for words, operator in split_commands(tokens(text)):
             env, argv = split_env(words)
             if argv[:1] == ["export"]:
                 exported.update(split_env(argv[1:])[0])
                 continue
             if argv:
-                yield Command(source, line, index, tuple(argv), {**exported, **env}, operator == "&", text)
+                yield Command(
+                    source, line, index, tuple(argv), {**exported, **env}, operator == "&", text, needs or marked
+                )
 
 
 def doc_commands(markdown: str, source: str) -> list[Command]:
@@ -205,23 +263,92 @@ def doc_commands(markdown: str, source: str) -> list[Command]:
     return found
 
 
+def marker_problems(markdown: str, source: str) -> list[str]:
+    """Markers that would not do what their writer meant: words outside NEEDS, or a `# needs:` comment line that is
+    not its block's first line (it would mark nothing)."""
+    problems = []
+    for block in fenced_blocks(markdown):
+        if block.lang not in SHELL_LANGS:
+            continue
+        first = next((i for i, line in enumerate(block.lines) if line.strip()), -1)
+        for offset, line in enumerate(block.lines):
+            text, comment = split_comment(line)
+            try:
+                needs = marker_needs(comment)
+            except ValueError as err:
+                problems.append(f"{source}:{block.first_line + offset}: {err}")
+                continue
+            if needs is not None and not text.strip() and offset != first:
+                problems.append(
+                    f"{source}:{block.first_line + offset}: a `# needs:` line marks only as its block's first line; "
+                    "put it there or on the command's line"
+                )
+    return problems
+
+
+def python_m(command: Command, module: str) -> bool:
+    """`python -m MODULE ...` in any spelling of python (python3, python3.11)."""
+    argv = command.argv
+    return bool(argv) and PYTHON.fullmatch(argv[0]) is not None and argv[1:3] == ("-m", module)
+
+
 def is_load_test(command: Command) -> bool:
     """`locust ...`, `python -m locust ...` or `python3 -m locust ...`."""
-    argv = command.argv
-    return argv[:1] == ("locust",) or (
-        bool(argv) and re.fullmatch(r"python(3(\.\d+)?)?", argv[0]) is not None and argv[1:3] == ("-m", "locust")
-    )
+    return command.argv[:1] == ("locust",) or python_m(command, "locust")
+
+
+def is_loadlib(command: Command) -> bool:
+    """`python -m loadlib ...`: the report, the comparison, the options' help."""
+    return python_m(command, "loadlib")
 
 
 def is_loadlib_tool(command: Command) -> bool:
-    """`python -m loadlib report|compare ...`: reads a run's files, so it can follow a run in the same block."""
+    """`python -m loadlib report|compare ...`: reads a run's files, so it follows the run that writes them."""
+    return is_loadlib(command) and command.argv[3:4] in (("report",), ("compare",))
+
+
+def is_mock_server(command: Command) -> bool:
+    """`python -m loadlib.mock ...` or its console script `llm-mock ...`: a server that runs until stopped."""
+    return command.argv[:1] == ("llm-mock",) or python_m(command, "loadlib.mock")
+
+
+def is_install(command: Command) -> bool:
+    """`pip install ...`, `pip3 install ...` or `python -m pip install ...`."""
     argv = command.argv
-    return (
-        bool(argv)
-        and re.fullmatch(r"python(3(\.\d+)?)?", argv[0]) is not None
-        and argv[1:3] == ("-m", "loadlib")
-        and argv[3:4] in (("report",), ("compare",))
+    return (bool(argv) and argv[0] in ("pip", "pip3") and argv[1:2] == ("install",)) or (
+        python_m(command, "pip") and argv[3:4] == ("install",)
     )
+
+
+def is_shell_syntax(command: Command) -> bool:
+    """A loop's or group's own words (`for i in 1 2`, `done`): the commands in its body are what runs."""
+    return bool(command.argv) and command.argv[0] in SHELL_SYNTAX
+
+
+def curl_port(command: Command) -> int | None:
+    """The port of a `curl` command's local URL (`localhost:8000/health`), None for any other command or host."""
+    if command.argv[:1] != ("curl",):
+        return None
+    for arg in command.argv[1:]:
+        url = LOCAL_URL.match(arg)
+        if url:
+            return int(url.group(2) or (443 if arg.startswith("https") else 80))
+    return None
+
+
+def mock_port(command: Command) -> int:
+    """The port a mock server command listens on."""
+    args = command.argv[1:] if command.argv[0] == "llm-mock" else command.argv[3:]
+    port = option_value(args, ("--port",))
+    return int(port) if port and port.isdigit() else DEFAULT_MOCK_PORT
+
+
+def mock_for(commands: Sequence[Command], curl: Command) -> Command | None:
+    """The mock server command of the curl's doc that listens on the port the curl asks (docs/mock.md starts one on
+    8000, then probes it): the curl probes that mock."""
+    port = curl_port(curl)
+    servers = [c for c in commands if c.source == curl.source and is_mock_server(c) and not c.needs]
+    return next((c for c in servers if port is not None and mock_port(c) == port), None)
 
 
 def locust_args(command: Command) -> list[str]:
@@ -402,24 +529,49 @@ def prepare_tool(command: Command, cwd: Path) -> list[str]:
     return [sys.executable, *args]
 
 
-def shared_files(run: Command, tool: Command) -> set[str]:
-    """File names a loadlib tool reads that the run names too: the tool follows the run in its block."""
-    produced = {Path(arg).name for arg in run.argv[1:] if "." in Path(arg).name}
-    return {Path(arg).name for arg in tool.argv[4:] if Path(arg).name in produced}
+def tool_inputs(tool: Command) -> list[str]:
+    """The files a `python -m loadlib report|compare` command reads: its words that are neither options nor an
+    output option's value (`-o`, `--markdown`), so `--pool pool.yaml` counts."""
+    args = tool.argv[4:]
+    return [a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] not in OUTPUT_OPTIONS)]
+
+
+def run_files(run: Command) -> list[str]:
+    """The files a load test writes or reads by name (outputs and the pool file), `{worker}` / `{run_id}` filled in
+    as a local run fills them, and the records `--llm-report` writes beside the report."""
+    args = locust_args(run)
+    files = [
+        value for i, arg in enumerate(args) for name, eq, value in [arg.partition("=")] if eq and name in OUTPUT_OPTIONS
+    ]
+    files += [args[i + 1] for i, arg in enumerate(args[:-1]) if arg in (*OUTPUT_OPTIONS, "--llm-pool")]
+    report = option_value(args, ("--llm-report",))
+    if report:
+        files.append(str(Path(report).with_name(f"{Path(report).stem}-records-local.jsonl")))
+    return [f.replace("{worker}", "local").replace("{run_id}", "run") for f in files]
+
+
+def produces(run: Command, tool: Command) -> bool:
+    """Whether the tool reads a file the run names (a glob matching one counts): the tool reads that run's files."""
+    files = run_files(run)
+    return any(
+        inp == f or (any(c in inp for c in "*?[") and fnmatch.fnmatch(f, inp))
+        for inp in tool_inputs(tool)
+        for f in files
+    )
+
+
+def producer(commands: Sequence[Command], tool: Command) -> Command | None:
+    """The load test whose files a loadlib tool reads: the last one before it in its block that does, else the first
+    in its doc (docs/comparison.md shows the comparison before the run that feeds it)."""
+    runs = [c for c in commands if c.source == tool.source and is_load_test(c) and produces(c, tool)]
+    before = [c for c in runs if c.block == tool.block and (c.line, c.argv) < (tool.line, tool.argv)]
+    return (before or runs or [None])[-1 if before else 0]
 
 
 def follow_ups(commands: Sequence[Command], run: Command) -> list[Command]:
-    """The `python -m loadlib report|compare` commands after `run` in its block that read a file `run` names
-    (README: a run with `--llm-summary s.json`, then `report ... s.json`)."""
-    return [
-        c
-        for c in commands
-        if c.source == run.source
-        and c.block == run.block
-        and (c.line, c.argv) > (run.line, run.argv)
-        and is_loadlib_tool(c)
-        and shared_files(run, c)
-    ]
+    """The `python -m loadlib report|compare` commands of the run's doc that read its files (README: a run with
+    `--llm-summary s.json`, then `report ... s.json`), in the doc's order."""
+    return [c for c in commands if is_loadlib_tool(c) and producer(commands, c) == run]
 
 
 def yaml_after(markdown: str, phrase: str) -> str | None:
@@ -460,3 +612,28 @@ def prepare_master(command: Command, tmp: Path, port: int, workers: int, max_use
 def prepare_worker(command: Command, port: int) -> list[str]:
     """A `--worker` command for this interpreter, connecting to the master on `port`."""
     return [sys.executable, "-m", "locust", *with_option(locust_args(command), ("--master-port",), str(port))]
+
+
+def prepare_mock(command: Command, port: int) -> list[str]:
+    """A mock server command for this interpreter on `port` (a free one: the doc's 8000 may be taken)."""
+    args = command.argv[1:] if command.argv[0] == "llm-mock" else command.argv[3:]
+    return [sys.executable, "-m", "loadlib.mock", *with_option(list(args), ("--port",), str(port))]
+
+
+def prepare_curl(command: Command, doc_port: int, port: int) -> list[str]:
+    """A curl command pointed at the mock's `port` instead of the doc's `doc_port`, bounded (`--max-time`) and
+    failing on an HTTP error (`--fail-with-body`: curl -s alone exits 0 on a 400, so a rejected call would pass)."""
+    moved = [
+        re.sub(rf"^((?:https?://)?(?:localhost|127\.0\.0\.1)):{doc_port}\b", rf"\g<1>:{port}", a) for a in command.argv
+    ]
+    return [moved[0], "--fail-with-body", "--max-time", "10", *moved[1:]]
+
+
+def prepare_web_ui(command: Command, tmp: Path, port: int) -> Prepared:
+    """A web UI command (no --headless) on 127.0.0.1:`port`, outputs in `tmp`: it serves until stopped, so the test
+    asks its page and stops it."""
+    args = with_option(with_option(locust_args(command), ("--web-port",), str(port)), ("--web-host",), "127.0.0.1")
+    env = dict(command.env)
+    if not has_flag(args, "--audit-file"):
+        env["LLM_AUDIT_FILE"] = str(tmp / "results" / "audit-{run_id}.jsonl")
+    return Prepared([sys.executable, "-m", "locust", *redirect_outputs(args, tmp)], env)
