@@ -283,6 +283,7 @@ def test_a_late_mismatched_worker_takes_no_users_and_a_stalled_worker_recovers(t
     assert not refusal["had_users"] and refusal["name"] not in {w["name"] for w in block["workers"]}
     records = read_records(tmp_path)
     assert len(records) == 2, "the refused worker wrote no record: it had no users"
+    assert started + refusal["at_s"] < seen["stop_at"] - 1, ("the late worker joined after the stall", refusal)
     busy = [users_busy(recs, started + refusal["at_s"], seen["stop_at"]) for recs in records.values()]
     assert min(busy) > 6, f"each worker kept its 7 users after the refusal (4 + 5 when it took some): {busy}"
     (stall,) = [span for recs in records.values() for span in idle_s(recs)]
