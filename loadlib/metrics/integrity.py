@@ -25,7 +25,7 @@ from typing import Any
 
 MIN_SHARE = 0.95
 HEARTBEAT_S = 1.0  # Locust's HEARTBEAT_INTERVAL
-FRESH_S = 2 * HEARTBEAT_S
+FRESH_S = 3 * HEARTBEAT_S  # Locust finds a worker missing after 4 to 5 silent heartbeat intervals
 RECOUNT_S = 4.0  # Locust's worker report interval (3 s) and a sample
 MISSING = "missing heartbeat"
 REFUSED = "refused"
@@ -153,8 +153,9 @@ class WorkerLedger:
 
     @staticmethod
     def heard_lately(e: WorkerEntry, t: float) -> bool:
-        """A heartbeat within the last FRESH_S: Locust, which finds a worker missing after three silent heartbeats,
-        still holds a recovered worker missing while it rebalances onto it (a second or more)."""
+        """A heartbeat within the last FRESH_S: Locust still holds a recovered worker missing while it rebalances
+        onto it (a second or more, in which it reads no message), though a worker it finds missing has been silent
+        for four heartbeat intervals at least."""
         return e.last_heartbeat_s is not None and t - e.last_heartbeat_s < FRESH_S
 
     def refuse(self, name: str, t: float, why: str) -> None:

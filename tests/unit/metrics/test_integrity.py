@@ -162,7 +162,8 @@ def test_users_locust_learns_again_only_later_count_from_the_recovery() -> None:
 def test_a_worker_locust_still_holds_missing_after_its_heartbeat_is_not_lost_again() -> None:
     ledger = stalled_run(stop_at=10, cont_at=20.4, seconds=21)
     assert ledger.lose("b", 21.5, "missing heartbeat") is False, "Locust rebalances before it updates the state"
-    assert ledger.lose("b", 23.5, "missing heartbeat") is True and ledger.workers["b"].lost_s == 21.5
+    assert ledger.lose("b", 23.5, "missing heartbeat") is False
+    assert ledger.lose("b", 25.0, "missing heartbeat") is True and ledger.workers["b"].lost_s == 21.5
 
 
 def test_a_worker_refused_before_it_took_users_is_only_a_refusal() -> None:
