@@ -374,15 +374,18 @@ def _write_outputs(ctx: RunContext, summary: dict[str, Any]) -> tuple[list[str],
     """JUnit, Markdown (also to GitHub's step summary inside Actions), the HTML report and the JSON summary, each
     when asked for: the problems (one line each) and the notes to print."""
     opts = ctx.options
-    problems = []
-    if opts.llm_junit:
-        problems.append(write_junit(opts.llm_junit, summary, redact=ctx.redact))
-    if opts.llm_markdown:
-        problems.append(write_markdown(opts.llm_markdown, summary, redact=ctx.redact))
+    problems: list[str | None] = []
+    notes = []
+    for path, what, write in (
+        (opts.llm_junit, "JUnit report", write_junit),
+        (opts.llm_markdown, "Markdown summary", write_markdown),
+    ):
+        if path:
+            problems.append(write(path, summary, redact=ctx.redact))
+            notes += [] if problems[-1] else [f"loadlib: {what} written to {path}"]
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         problems.append(append_step_summary(ctx.redact(markdown_summary(summary))))
     problems.append(write_report(opts, summary, ctx.redact))
-    notes = []
     if opts.llm_summary:
         problem = write_summary(opts.llm_summary, summary, ctx.redact)
         problems.append(problem)
