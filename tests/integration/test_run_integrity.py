@@ -241,7 +241,7 @@ def idle_s(records: list[dict[str, Any]], gap_s: float = 1.0) -> list[tuple[floa
 def users_busy(records: list[dict[str, Any]], t0: float, t1: float) -> float:
     """Little's law on a worker's own records: its users' request time plus their think time (0.125 s on average)
     over the span: how many users it ran then."""
-    cycles = [min(r["e2e_ms"] / 1000, 1.0) + 0.125 for r in records if t0 <= r["start_unix_ns"] / 1e9 < t1]
+    cycles = [min((r["e2e_ms"] or 0) / 1000, 1.0) + 0.125 for r in records if t0 <= r["start_unix_ns"] / 1e9 < t1]
     return sum(cycles) / (t1 - t0)
 
 
