@@ -247,10 +247,8 @@ def users_busy(records: list[dict[str, Any]], t0: float, t1: float) -> float:
 
 def run_span(records: dict[str, list[dict[str, Any]]]) -> tuple[float, float]:
     """The run's first request's start and its last request's end (the test's stop, within a request)."""
-    every = [r for recs in records.values() for r in recs]
-    return min(r["start_unix_ns"] / 1e9 for r in every), max(
-        r["start_unix_ns"] / 1e9 + r["e2e_ms"] / 1e3 for r in every
-    )
+    starts = [(r["start_unix_ns"] / 1e9, (r["e2e_ms"] or 0) / 1e3) for recs in records.values() for r in recs]
+    return min(t for t, _ in starts), max(t + e2e for t, e2e in starts)
 
 
 def truth(records: dict[str, list[dict[str, Any]]], users: int) -> tuple[float, float]:
