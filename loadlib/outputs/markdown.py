@@ -1,10 +1,14 @@
 """A Markdown summary of a run (`--llm-markdown FILE`, GitHub's step summary), fit for a pull-request comment.
 
+Written for GitHub-flavoured Markdown (GitHub and GitLab comments, job summaries), and so that the file also reads as
+plain text in an editor: no HTML entities. Threshold expressions are code spans (`ttft p95 < 150ms`, as the user wrote
+them); free text (names, reasons) is escaped with backslashes, which CommonMark renderers drop, only where a renderer
+would otherwise see a table cell break, emphasis, a link or an HTML tag (`<redacted>`): `e2e p95 < 0.5s` stays as is.
+
 Why a second human format beside the console table: a fixed-width table breaks in a PR comment or a CI page, and a
 reviewer wants the verdict first, then the thresholds, then the numbers. It only reads the JSON summary
 (loadlib.metrics.summary, docs/outputs.md) and the threshold results, so it also renders a summary loaded back from a
-file. Numbers use the console summary's formatting; every free text (names, reasons) is escaped so a `|` or `<` in
-an error message cannot break the table or hide as HTML.
+file. Numbers use the console summary's formatting.
 
 This module also holds what the JUnit writer shares with it (threshold values in the unit they were written in,
 masking secrets, writing a file whole), so loadlib.outputs.junit imports from here and not the other way round.
@@ -36,6 +40,8 @@ STATUS_WORDS = {
 }
 _TO_UNIT = {"s": 1e-3, "%": 100.0}  # base units (ms, fractions) -> the unit the threshold was written in
 _SPECIAL = re.compile(r"([\\`*|\[\]])")  # not `_`: GitHub never emphasises inside a word (support_chat)
+_HTML_START = re.compile(r"<(?=[A-Za-z/!?])")  # what CommonMark reads as a tag, comment or autolink; `< 1` is text
+_ENTITY = re.compile(r"&(?=#?\w+;)")  # what it reads as an entity: `&amp;` would show as `&`
 
 Thresholds = Sequence[Mapping[str, Any]]
 
@@ -133,11 +139,20 @@ def _capped(text: str) -> bytes:
 
 
 def esc(text: Any) -> str:
-    """Free text for Markdown: one line, Markdown's specials backslash-escaped, `<`, `>` and `&` as entities (GitHub
-    would take `<redacted>` for an HTML tag and hide it)."""
-    one_line = " ".join(str(text).split())
-    entities = one_line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _SPECIAL.sub(r"\\\1", entities)
+    """Free text for Markdown: one line, Markdown's specials backslash-escaped, and `<` or `&` too where a renderer
+    would take them for HTML (GitHub would hide `<redacted>` as a tag). A backslash, not an entity: renderers drop it
+    and an editor shows the text nearly as written, where `&lt;` reads as noise."""
+    one_line = _SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    return _ENTITY.sub(r"\\&", _HTML_START.sub(r"\\<", one_line))
+
+
+def code(text: Any) -> str:
+    """An expression as a code span, for a table cell: nothing is Markdown or HTML inside one, so it reads as written
+    everywhere; only a `|` is escaped, since a GFM table splits on it even there (the renderer drops the backslash)."""
+    one_line = " ".join(str(text).split()).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall("`+", one_line)), default=0) + 1)
+    pad = " " if one_line[:1] == "`" or one_line[-1:] == "`" else ""
+    return f"{fence}{pad}{one_line}{pad}{fence}"
 
 
 def _table(header: Sequence[str], align: str, rows: Sequence[Sequence[str]]) -> str:
@@ -196,7 +211,7 @@ def _run_line(summary: Mapping[str, Any]) -> str:
 def _threshold_table(results: list[Mapping[str, Any]]) -> str:
     rows = [
         [
-            esc(r.get("expression") or r.get("metric") or "-"),
+            code(r.get("expression") or r.get("metric") or "-"),
             threshold_value(r.get("value"), str(r.get("unit") or "")),
             esc(threshold_limit(str(r.get("op") or ""), r.get("limit"), str(r.get("unit") or ""))),
             _result_word(r),

@@ -95,7 +95,7 @@ def test_a_failed_threshold_exits_99_and_every_output_names_it(tmp_path: Path) -
     xml = junit.read_text()
     assert 'failures="1"' in xml and "e2e max" in xml and "100 ms" in xml
     text = markdown.read_text()
-    assert "**Verdict: FAIL**" in text and "e2e max &lt; 100ms" in text and "**FAIL**" in text
+    assert "**Verdict: FAIL**" in text and "`e2e max < 100ms`" in text and "**FAIL**" in text
 
 
 K6_FILE = """thresholds:

@@ -1,8 +1,10 @@
 """The Markdown summary: verdict first, then the tables a reviewer reads in a pull request, with the console's
-number formats, escaped free text, and the GitHub step summary appended only inside GitHub Actions."""
+number formats, threshold expressions as code spans, free text escaped only where a renderer would misread it (so the
+file reads as written in an editor, no `&lt;`), and the GitHub step summary appended only inside GitHub Actions."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from loadlib.outputs.markdown import (
     STEP_SUMMARY_ENV,
     STEP_SUMMARY_MAX_BYTES,
     append_step_summary,
+    code,
     esc,
     markdown_summary,
     threshold_limit,
@@ -44,21 +47,21 @@ def test_the_first_line_is_the_verdict() -> None:
     text = markdown_summary(load("chat_with_verdict"))
     first = text.split("\n")[0]
     assert first.startswith("**Verdict: INVALID** (exit code 3): client saturated: worker event-loop lag p99 75.9 ms")
-    assert "e2e p95 &lt; 0.5s failed" in first
+    assert "e2e p95 < 0.5s failed" in first
     assert text.split("\n\n")[1] == "Run 20261130-201024-5fb7, 5.0 s, openai mock-llm at http://127.0.0.1:44927/v1."
 
 
 def test_the_threshold_table() -> None:
     rows = table(markdown_summary(load("chat_with_verdict")), "threshold")
     assert rows == [
-        ["ttft p95 &lt; 150ms", "52.7 ms", "&lt; 150 ms", "pass"],
-        ["e2e p95 &lt; 0.5s", "0.682 s", "&lt; 0.5 s", "**FAIL**"],
-        ["error_rate{scenario=chat} &lt; 1%", "0.0 %", "&lt; 1 %", "pass"],
-        ["itl p99 &lt;= 20", "14.8", "&lt;= 20", "pass"],
+        ["`ttft p95 < 150ms`", "52.7 ms", "< 150 ms", "pass"],
+        ["`e2e p95 < 0.5s`", "0.682 s", "< 0.5 s", "**FAIL**"],
+        ["`error_rate{scenario=chat} < 1%`", "0.0 %", "< 1 %", "pass"],
+        ["`itl p99 <= 20`", "14.8", "<= 20", "pass"],
         [
-            "ttft{endpoint=mock} p99 &lt; 100ms",
+            "`ttft{endpoint=mock} p99 < 100ms`",
             "54.4 ms",
-            "&lt; 100 ms",
+            "< 100 ms",
             "not judged: 21 requests, too few to judge a p99 (at least 100)",
         ],
     ]
@@ -82,7 +85,7 @@ def test_errors_client_and_drills() -> None:
         [
             "1: primary http_503 at +20.0 s for 20.0 s",
             "pass",
-            "failover 0.58 s &lt;= 5 s; user errors 0.00 % &lt;= 2 %",
+            "failover 0.58 s <= 5 s; user errors 0.00 % <= 2 %",
         ]
     ]
     assert "**Thresholds**" not in text  # none given, none in the summary: no empty table
@@ -90,7 +93,7 @@ def test_errors_client_and_drills() -> None:
 
 def test_a_saturated_client_is_said_with_its_reasons() -> None:
     text = markdown_summary(load("chat_with_verdict"))
-    assert "\n\nCLIENT SATURATED: worker event-loop lag p99 75.9 ms &gt; 50 ms" in text
+    assert "\n\nCLIENT SATURATED: worker event-loop lag p99 75.9 ms > 50 ms" in text
     assert "**Failover drills**" not in text  # a pool of one without drills
 
 
@@ -121,7 +124,11 @@ def test_a_failed_drill_fails_the_derived_verdict() -> None:
 
 
 def test_free_text_cannot_break_a_table_or_hide_as_html() -> None:
-    assert esc("a | b <redacted> *x* [l](u) `c`\nnext") == ("a \\| b &lt;redacted&gt; \\*x\\* \\[l\\](u) \\`c\\` next")
+    assert esc("a | b <redacted> *x* [l](u) `c`\nnext") == "a \\| b \\<redacted> \\*x\\* \\[l\\](u) \\`c\\` next"
+    assert (
+        esc("p95 < 0.5s, 1 <= 2 > 0, R&D &amp; </b> <!-- <?")
+        == "p95 < 0.5s, 1 <= 2 > 0, R&D \\&amp; \\</b> \\<!-- \\<?"
+    )
     summary = load("chat_with_verdict")
     summary["rows"][0]["name"] = "chat | evil @ mock"
     rows = table(markdown_summary(summary), "scenario @ endpoint")
@@ -151,7 +158,7 @@ def test_write_markdown_masks_secrets(tmp_path: Path) -> None:
     assert write_markdown(str(target), summary, redact=Redactor([secret])) is None
     text = target.read_text(encoding="utf-8")
     assert secret not in text
-    assert "at http://h/v1?key=&lt;redacted&gt;." in text
+    assert "at http://h/v1?key=\\<redacted>." in text
 
 
 def test_the_step_summary_is_appended_inside_github_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,3 +193,20 @@ def test_an_unwritable_step_summary_is_reported(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv(STEP_SUMMARY_ENV, str(tmp_path / "missing-dir" / "summary.md"))
     problem = append_step_summary("x")
     assert problem is not None and problem.startswith("cannot append to the GitHub step summary")
+
+
+def test_expressions_are_code_spans_that_need_no_escaping_but_a_pipe() -> None:
+    assert code("ttft p95 < 150ms") == "`ttft p95 < 150ms`"
+    assert code("ttft{endpoint=a|b} p95 < 1s") == "`ttft{endpoint=a\\|b} p95 < 1s`"
+    assert code("a `b` c") == "``a `b` c``"
+    assert code("`x") == "`` `x ``"
+
+
+def test_a_commonmark_renderer_shows_every_text_as_it_was_written() -> None:
+    """What GitHub and GitLab do with the file: the escapes vanish, nothing hides as HTML, no cell splits."""
+    markdown_it = pytest.importorskip("markdown_it")
+    render = markdown_it.MarkdownIt("commonmark").enable("table").render
+    text = "key=<redacted> a | b &amp; *x* [l](u) e2e p95 < 0.5s <!-- x"
+    assert render(esc(text)) == f"<p>{html.escape(text, quote=False)}</p>\n"
+    cell = render(f"| a | b |\n| --- | --- |\n| {code('ttft{e=a|b} p95 < 1s')} | {esc('< 1 %')} |\n")
+    assert "<td><code>ttft{e=a|b} p95 &lt; 1s</code></td>\n<td>&lt; 1 %</td>" in cell
