@@ -28,7 +28,7 @@ from tests.integration.locust_runs import ROOT, env, free_port, headless, load, 
 
 pytestmark = pytest.mark.integration
 DB = "integrity"
-KILL_AFTER_S = 4.0  # after the last worker connected
+KILL_AFTER_S = 3.0  # after all users run
 RUN_S = 12
 WRITE_DELAY_S = 2.0
 
@@ -44,12 +44,21 @@ def connected(p: psutil.Process) -> bool:
         return False
 
 
+def web_stats(web: int) -> dict[str, Any]:
+    """The web UI's /stats/requests, {} while it does not answer."""
+    url = f"http://127.0.0.1:{web}/stats/requests"
+    with suppress(OSError, ValueError), urllib.request.urlopen(url, timeout=5) as r:
+        return json.load(r)
+    return {}
+
+
 def kill_one_worker(killed: dict[str, Any], web: int) -> None:
-    """Wait for both workers to connect, SIGKILL one of them KILL_AFTER_S later (recording the wall time), then read
-    the web UI's run notes until they tell the loss."""
+    """Wait until the web UI shows the 20 users running (a worker killed before it has any would lose nothing: the
+    test is about a loss), SIGKILL one worker KILL_AFTER_S later (recording the wall time), then read the web UI's
+    run notes until they tell the loss."""
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and sum(map(connected, workers())) < 2:
-        time.sleep(0.1)
+    while time.monotonic() < deadline and web_stats(web).get("user_count") != 20:
+        time.sleep(0.2)
     time.sleep(KILL_AFTER_S)
     victim = workers()[0]
     os.kill(victim.pid, signal.SIGKILL)
@@ -57,10 +66,8 @@ def kill_one_worker(killed: dict[str, Any], web: int) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and not killed.get("notes"):
         time.sleep(0.5)
-        with suppress(OSError, ValueError):
-            with urllib.request.urlopen(f"http://127.0.0.1:{web}/stats/requests", timeout=5) as r:
-                tabs = {t["key"]: t["data"] for t in json.load(r).get("extended_stats") or []}
-            killed["notes"] = [n["note"] for n in tabs.get("llm_notes") or [] if "lost at" in n["note"]]
+        tabs = {t["key"]: t["data"] for t in web_stats(web).get("extended_stats") or []}
+        killed["notes"] = [n["note"] for n in tabs.get("llm_notes") or [] if "lost at" in n["note"]]
 
 
 def test_a_killed_worker_makes_the_run_incomplete_and_is_recorded_everywhere(
