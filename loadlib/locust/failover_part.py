@@ -208,7 +208,7 @@ class FailoverPart(NodePart):
         u = data["user_requests"]
         out = [_user_line(u)]
         out += [_breaker_line(w, states) for w, states in sorted(data["breakers"].items())]
-        return out + lines(data["drills"], data["quality"])
+        return out + lines(data["drills"], data["quality"] if u["failed_over"] else {})  # no fallback answered: moot
 
 
 def _active(pool: PoolConfig | None) -> bool:
