@@ -84,11 +84,23 @@ TAIL_LINES = 25
 FIXTURES = "tests/fixtures/summaries"
 
 # Commands (runs and the loadlib tools that follow them) whose documented outcome is not 0: (doc, words in the
-# command) -> (exit code the docs promise, where they promise it).
+# command; a trailing `$` anchors them at its end) -> (exit code the docs promise, where they promise it).
 EXPECTED_EXIT: dict[tuple[str, str], tuple[int, str]] = {
     ("docs/comparison.md", "compare pool-run.json --pool pool.yaml -o cmp.html --markdown cmp.md --recommend-known"): (
         0,
         "comparison.md 'Try it without keys': middle recommended on the known bars only (context unknown), exit code 0",
+    ),
+    ("docs/comparison.md", "compare pool-run.json --pool pool.yaml -o cmp.html$"): (
+        1,
+        "comparison.md 'Try it without keys': without --recommend-known the same run prints No recommendation, exits 1",
+    ),
+    ("docs/comparison.md", "compare openai.json anthropic.json gateway.json"): (
+        1,
+        "comparison.md 'The bars': summaries without a context probe leave that bar unknown, never a pass: exit 1",
+    ),
+    ("README.md", "compare openai.json anthropic.json -o cmp.html"): (
+        1,
+        "comparison.md 'The bars': summaries without a context probe leave that bar unknown, never a pass: exit 1",
     ),
     ("docs/scenarios.md", "json_valid_rate=0.9"): (
         99,

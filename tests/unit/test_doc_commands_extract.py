@@ -1,6 +1,7 @@
 """How tests/support/doc_commands.py reads commands out of Markdown and turns them into runs: what the shell would
-see (continuations, chains, comments, assignments, placeholders), which commands run on the embedded mock, and the
-argv a test runs (10 s, capped users, outputs in a temporary directory)."""
+see (continuations, chains, comments, assignments, placeholders), the `# needs:` marker, which commands run on the
+embedded mock, and the argv a test runs (10 s, capped users, outputs in a temporary directory; the mock and its curl
+probes on a free port; a web UI on a free port)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,27 @@ from pathlib import Path
 
 from tests.support.doc_commands import (
     Command,
+    curl_port,
     doc_commands,
     fenced_blocks,
     follow_ups,
+    is_install,
     is_load_test,
+    is_mock_server,
+    is_shell_syntax,
+    marker_problems,
+    mock_for,
     prepare,
+    prepare_curl,
     prepare_master,
+    prepare_mock,
     prepare_tool,
+    prepare_web_ui,
     prepare_worker,
+    producer,
     selection,
     strip_comment,
+    tool_inputs,
     workers_for,
     yaml_after,
 )
@@ -201,3 +213,109 @@ def test_a_master_gets_the_workers_of_its_block(tmp_path: Path) -> None:
     ]
     assert workers_for(found, found[2]) == (found[2], 4)
     assert workers_for(doc_commands(md("bash", "locust -f a.py --master"), "doc.md"), found[0]) is None
+
+
+def needs(markdown: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """(argv, marker) of each command."""
+    return [(c.argv, c.needs) for c in doc_commands(markdown, "doc.md")]
+
+
+def test_a_marker_on_the_blocks_first_line_marks_every_command() -> None:
+    doc = md("bash", "", "# needs: Docker, a Kubernetes cluster", "docker build .", "kubectl apply -k x  # apply")
+    assert needs(doc) == [
+        (("docker", "build", "."), ("Docker", "a Kubernetes cluster")),
+        (("kubectl", "apply", "-k", "x"), ("Docker", "a Kubernetes cluster")),
+    ]
+
+
+def test_a_marker_on_a_commands_line_marks_that_command_only() -> None:
+    doc = md(
+        "bash",
+        "locust -f a.py --headless",
+        "locust -f a.py \\",
+        "  --host https://x/v1  # needs: a real endpoint (yours)",
+    )
+    assert needs(doc) == [
+        (("locust", "-f", "a.py", "--headless"), ()),
+        (("locust", "-f", "a.py", "--host", "https://x/v1"), ("a real endpoint",)),
+    ]
+
+
+def test_a_comment_that_only_mentions_needs_is_no_marker() -> None:
+    doc = md("bash", "# this needs: nothing", "curl -s localhost:8000/health   # needs a server")
+    assert needs(doc) == [(("curl", "-s", "localhost:8000/health"), ())]
+    assert marker_problems(doc, "doc.md") == []
+
+
+def test_misspelt_or_misplaced_markers_are_problems() -> None:
+    doc = md("bash", "# needs: a GPU", "kubectl get pods   # needs: kubernetes", "# needs: Docker", "docker ps")
+    problems = marker_problems(doc, "doc.md")
+    assert [p.split(":")[1] for p in problems] == ["4", "5", "6"]
+    assert "the marker's words are" in problems[0] and "first line" in problems[2]
+    assert needs(doc)[0][1] == () and needs(doc)[1][1] == ()
+
+
+def test_commands_are_sorted_by_what_they_are() -> None:
+    doc = md(
+        "bash",
+        "python3 -m pip install -e . && pip install x",
+        "python -m loadlib.mock --port 8001 && llm-mock",
+        "for i in 1 2; do echo $i; done",
+    )
+    pip, pip2, mock, llm_mock, loop, echo, done = doc_commands(doc, "doc.md")
+    assert is_install(pip) and is_install(pip2) and not is_install(mock)
+    assert is_mock_server(mock) and is_mock_server(llm_mock) and not is_mock_server(pip)
+    assert is_shell_syntax(loop) and is_shell_syntax(done) and not is_shell_syntax(echo)
+
+
+def test_curl_probes_the_mock_of_its_doc_on_its_port() -> None:
+    doc = md(
+        "bash",
+        "python -m loadlib.mock --port 8000",
+        "curl -s localhost:8000/health",
+        "curl -s -X POST http://127.0.0.1:8001/mock/reset",
+        "curl -s https://api.openai.com/v1/models",
+    )
+    mock, local, other_port, remote = doc_commands(doc, "doc.md")
+    assert [curl_port(c) for c in (mock, local, other_port, remote)] == [None, 8000, 8001, None]
+    assert mock_for([mock, local, other_port], local) == mock
+    assert mock_for([mock, local, other_port], other_port) is None
+    default = doc_commands(md("bash", "llm-mock --ttft-ms 5", "curl localhost:8000/health"), "d")
+    assert mock_for(default, default[1]) == default[0]
+
+
+def test_the_mock_and_its_probes_move_to_a_free_port() -> None:
+    mock, curl = doc_commands(
+        md("bash", "llm-mock --port 8000 --ttft-ms 5", "curl -s 'localhost:8000/mock/truth?limit=5'"), "d"
+    )
+    assert prepare_mock(mock, 41000) == [sys.executable, "-m", "loadlib.mock", "--port", "41000", "--ttft-ms", "5"]
+    assert prepare_curl(curl, 8000, 41000) == [
+        *("curl", "--fail-with-body", "--max-time", "10", "-s", "localhost:41000/mock/truth?limit=5"),
+    ]
+    post = doc_commands(md("bash", "curl -X POST http://127.0.0.1:8000/mock/config -d 'a=8000'"), "d")[0]
+    assert prepare_curl(post, 8000, 41000)[-3:] == ["http://127.0.0.1:41000/mock/config", "-d", "a=8000"]
+
+
+def test_a_web_ui_runs_on_a_free_local_port(tmp_path: Path) -> None:
+    web = command("LLM_WEB_USERNAME=op locust -f a.py --web-login --web-port 8089")
+    prepared = prepare_web_ui(web, tmp_path, 41001)
+    assert prepared.argv[3:] == ["-f", "a.py", "--web-login", "--web-port", "41001", "--web-host", "127.0.0.1"]
+    assert prepared.env["LLM_WEB_USERNAME"] == "op" and "LLM_AUDIT_FILE" in prepared.env
+    assert selection(command("LLM_WEB_PASSWORD=x locust -f a.py --headless"), {}, tmp_path) is None
+
+
+def test_a_tool_follows_the_doc_run_that_writes_its_files_in_any_block() -> None:
+    doc = "\n".join(
+        [
+            md("bash", "python -m loadlib compare run.json --pool pool.yaml -o cmp.html --markdown cmp.md"),
+            md("bash", "locust -f a.py --headless --llm-summary other/run.json"),
+            md("bash", "locust -f a.py --headless --llm-summary run.json --llm-records 'r-{worker}.jsonl'"),
+            md("bash", "python -m loadlib report r-*.jsonl -o report.html"),
+        ]
+    )
+    compare, other, run, report = doc_commands(doc, "doc.md")
+    assert tool_inputs(compare) == ["run.json", "pool.yaml"]
+    assert producer([compare, other, run, report], compare) == run
+    assert producer([compare, other, run, report], report) == run
+    assert follow_ups([compare, other, run, report], run) == [compare, report]
+    assert follow_ups([compare, other, run, report], other) == []
