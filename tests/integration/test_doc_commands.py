@@ -34,7 +34,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,10 +183,14 @@ class Outcome:
     output: str
     tools: list[tuple[Command, int | None, str]] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    note: str = ""
 
     @property
     def verdict(self) -> str:
-        """The run's verdict line (`Verdict: PASS (exit code 0)`), else its last non-empty line."""
+        """The note of a server case (what it answered), else the run's verdict line (`Verdict: PASS (exit code 0)`),
+        else its last non-empty line."""
+        if self.note:
+            return self.note
         lines = [line.strip() for line in self.output.splitlines() if line.strip()]
         verdicts = [line for line in lines if "Verdict:" in line]
         return (verdicts or lines or ["(no output)"])[-1]
@@ -215,7 +219,7 @@ def names(command: Command, doc: str, words: str) -> bool:
     return command.source == doc and (text.endswith(words[:-1]) if anchored else words in text)
 
 
-def entry(table: dict[tuple[str, str], object], command: Command) -> object | None:
+def entry(table: Mapping[tuple[str, str], object], command: Command) -> object | None:
     """The value of the table entry that names the command, None when none does."""
     return next((value for (doc, words), value in table.items() if names(command, doc, words)), None)
 
@@ -257,7 +261,9 @@ def tool_case(command: Command, commands: Sequence[Command]) -> Case | None:
     if run is not None:
         return None
     if is_loadlib_tool(command) and entry(STAND_INS, command) is None:
-        return problem(command, "reads files no doc command writes: add the run, STAND_INS or a marker")
+        return problem(
+            command, "reads files no doc command writes (add the run that writes them, or stand-ins to STAND_INS)"
+        )
     return Case(command.id, command, expected=expected_exit(command), kind="tool")
 
 
@@ -298,7 +304,11 @@ def marked_case(command: Command) -> Case:
     needs = ", ".join(command.needs)
     files = documented_files(command.source)
     if is_load_test(command) and "--headless" in command.argv and selection(command, files, ROOT) is None:
-        return Case(command.id, command, problem=f"{command.id}: marked `needs: {needs}` but runs on the mock")
+        return Case(
+            command.id,
+            command,
+            problem=f"{command.id}: marked `needs: {needs}` but runs here on the embedded mock: drop the marker",
+        )
     return Case(command.id, command, skip=f"needs: {needs} (marked in the doc)")
 
 
@@ -416,7 +426,7 @@ def run_stand_in_tool(case: Case, tmp: Path) -> Outcome:
 
 
 def run_web_ui(case: Case, tmp: Path) -> Outcome:
-    """Start a web UI command on a free port, ask its page (any answer below 500: a login redirect counts), stop it.
+    """Start a web UI command on a free port, ask its page (200, or the login's redirect with --web-login), stop it.
     The code is 0 when the page answered; the output says what it answered and how the process ended."""
     port = free_port()
     prepared = prepare_web_ui(case.command, tmp, port)
@@ -431,9 +441,10 @@ def run_web_ui(case: Case, tmp: Path) -> Outcome:
         )
         status = wait_for_page(proc, f"http://127.0.0.1:{port}/")
         stop_group(proc)
-    answered = status is not None and status < 500
+    # With --web-login (docs/webui.md) the page must not be served to a stranger: a redirect to the login or a 401.
+    answered = status in ((302, 401) if "--web-login" in case.command.argv else (200,))
     note = f"GET / answered {status}; stopped, exit {proc.returncode}"
-    return Outcome(0 if answered else 1, 0.0, (tmp / "web.log").read_text(errors="replace") + "\n" + note)
+    return Outcome(0 if answered else 1, 0.0, (tmp / "web.log").read_text(errors="replace"), note=note)
 
 
 def wait_for_page(proc: subprocess.Popen, url: str) -> int | None:
@@ -481,7 +492,7 @@ def run_mock(case: Case, tmp: Path) -> Outcome:
         stop_group(proc)
     outcome.code = 0 if up else proc.returncode
     note = f"listening on {port}: {listening}; up after the probes: {up}; stopped, exit {proc.returncode}"
-    outcome.output = (tmp / "mock.log").read_text(errors="replace") + "\n" + note
+    outcome.output, outcome.note = (tmp / "mock.log").read_text(errors="replace"), note
     return outcome
 
 
