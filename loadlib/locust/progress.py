@@ -20,6 +20,7 @@ import sys
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import replace
 from importlib import import_module
 from typing import Any
 
@@ -27,7 +28,7 @@ from loadlib.outputs import progress as view_of
 
 log = logging.getLogger("loadlib")
 BAR_EVERY_S = 1.0
-JUDGE_EVERY_S = 5.0
+JUDGE_EVERY_S = 2.0
 _DISPLAYS: weakref.WeakKeyDictionary[Any, Display] = weakref.WeakKeyDictionary()
 
 
@@ -45,10 +46,12 @@ def prepare(ctx: Any) -> None:
 def start(ctx: Any) -> None:
     """At test start: show the display this node should show, if any."""
     opts = ctx.options
+    if not getattr(opts, "headless", False) or ctx in _DISPLAYS:
+        return
     mode, every_s = view_of.parse_mode(getattr(opts, "llm_progress", "auto"))
     terminal = sys.stdout.isatty()
-    kind = view_of.display_kind(mode, bool(getattr(opts, "headless", False)), ctx.is_worker, terminal)
-    if kind is None or ctx in _DISPLAYS:
+    kind = view_of.display_kind(mode, True, ctx.is_worker, terminal)
+    if kind is None:
         return
     out = LiveOut(ctx, force=not terminal) if kind == "bar" else LinesOut()
     display = _DISPLAYS[ctx] = Display(ctx, out, BAR_EVERY_S if kind == "bar" else every_s)
@@ -88,7 +91,8 @@ class LiveOut:
         self.title = f"loadlib run {getattr(ctx.options, 'run_id', '') or ''}".strip()
         self.panel = panel
         console = Console(file=sys.stdout, force_terminal=True if force else None)
-        self.live = Live(console=console, auto_refresh=False, redirect_stdout=True, redirect_stderr=True)
+        # stderr joins the panel's terminal only when it is that terminal: `2> file` keeps the logs in the file
+        self.live = Live(console=console, auto_refresh=False, redirect_stderr=sys.stderr.isatty())
         self.restore: Callable[[], None] = lambda: None
 
     def show(self, view: view_of.View) -> None:
@@ -137,6 +141,7 @@ class Display:
         self.tokens: list[tuple[float, int]] = []
         self.judged: tuple[view_of.Thresholds | None, view_of.Client] = (None, view_of.Client())
         self.judged_at = -float("inf")
+        self.users = 0  # as last shown while the test ran: the last view keeps it (the users have stopped by then)
         self.greenlet: gevent.Greenlet | None = None
 
     def start(self) -> None:
@@ -165,6 +170,10 @@ class Display:
                 return
             gevent.sleep(self.every_s)
 
+    def _users(self) -> int:
+        self.users = self.ctx.user_count()
+        return self.users
+
     def view(self, done: bool = False) -> view_of.View:
         """The run as it stands: counters now, thresholds and client as last judged (judged now when due)."""
         ctx, now = self.ctx, time.time()
@@ -177,7 +186,7 @@ class Display:
         return view_of.View(
             elapsed_s=now - (ctx.started_at or now),
             run_time_s=float(getattr(ctx.options, "run_time", 0) or 0) or None,
-            users=ctx.user_count(),
+            users=self.users if done else self._users(),
             target_users=_target_users(ctx),
             workers=ctx.environment.runner.worker_count if ctx.is_master else None,
             requests=total.requests,
@@ -196,7 +205,11 @@ def judge(ctx: Any) -> tuple[view_of.Thresholds | None, view_of.Client]:
     """The thresholds and the client verdict as they stand: the part that needs the whole summary."""
     summary = ctx.summary()
     results, expected = summary.get("thresholds") or [], len(ctx.verdicts.thresholds)
-    return (view_of.tally(results, expected) if results or expected else None), view_of.client_of(summary)
+    if not results and not expected:
+        return None, view_of.client_of(summary)
+    tally = view_of.tally(results, expected)
+    failing = tuple(ctx.redact(expression) for expression in tally.failing)  # masked like the summary's lines
+    return replace(tally, failing=failing), view_of.client_of(summary)
 
 
 def _target_users(ctx: Any) -> int | None:

@@ -60,7 +60,8 @@ def panel(view: View, title: str = "loadlib") -> RenderableType:
         time_row(view, known["time"]),
         fact_row(view, known, ("users", "requests", "tokens")),
         fact_row(view, known, ("ttft", "errors")),
-        fact_row(view, known, ("thresholds", "client")),
+        fact_row(view, known, ("thresholds",)),
+        fact_row(view, known, ("client",)),
     )
     subtitle = "finished" if view.done else None
     return Panel(body, title=title, title_align="left", subtitle=subtitle, subtitle_align="left", width=WIDTH)
