@@ -58,3 +58,18 @@ def test_failover_events_are_rows_newest_first_bounded_and_masked():
     assert rows[0]["message"] == f"m{MAX_EVENT_ROWS + 4} ***" and rows[-1]["message"] == "m5 ***"
     assert all(key in rows[0] for key, _ in EVENT_COLUMNS) and rows[0]["time"].endswith(".000")
     assert event_rows({}) == []
+
+
+def test_tab_rows_keep_aggregated_last_and_share_cells_per_metric():
+    """Locust's extended tables sort by `name`: the tab's `name` is the row's place, so Aggregated stays last."""
+    from loadlib.locust.webui import TAB_COLUMNS, tab_rows
+
+    stats = LLMStats()
+    for i, endpoint in enumerate(["zeta", "alpha"]):
+        stats.add(make_record(request_id=str(i), endpoint=endpoint, ttft_ms=100.0, e2e_ms=500.0, prompt_tokens=7))
+    rows = tab_rows(build_summary(stats, 10.0, None, {}))
+    by_place = sorted(rows, key=lambda r: r["name"])
+    assert by_place[-1]["row"] == "Aggregated" and len(by_place) == 3
+    assert all(key in row for row in rows for key, _ in TAB_COLUMNS)
+    assert len(TAB_COLUMNS) <= 13, "the tab fits 1,400 px"
+    assert rows[-1]["ttft"].count(" / ") == 2 and rows[-1]["tokens"].startswith("14 / ")
