@@ -44,20 +44,82 @@ function leftOut(c) {
   return [`judged over the measured window; left out: ${parts.join(", ")}`];
 }
 
+// The value axis starts at 0 (latency, rates, counts) and ends at a round number a little above the highest point,
+// so a steady 10 ms TPOT that wobbles by 0.01 ms draws as the flat line it is, not as deep dips across the chart.
+function fromZero(u, min, max) {
+  if (!(max > 0)) return [0, 1];
+  const power = 10 ** Math.floor(Math.log10(max));
+  const step = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].find((m) => m * power >= max * 1.05);
+  return [0, step * power];
+}
+
+// The value axis is as wide as its longest tick label (uPlot's fixed 50 px cut "10.005" to "0.005").
+function axisSize(u, values, axisIdx, cycleNum) {
+  const axis = u.axes[axisIdx];
+  if (cycleNum > 1) return axis._size;
+  const longest = (values || []).reduce((a, v) => (String(v).length > a.length ? String(v) : a), "");
+  u.ctx.font = axis.font[0];
+  const ratio = uPlot.pxRatio || window.devicePixelRatio || 1;
+  return Math.ceil(axis.ticks.size + axis.gap + u.ctx.measureText(longest).width / ratio) + 4;
+}
+
+// The time axis: whole seconds to hours between ticks, 80 px apart at least, each labelled with the time of day
+// (uPlot's own put the date under the first tick, cut off at the chart's left edge).
+const TIME_AXIS = {
+  space: 80,
+  incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400],
+  values: (u, splits) => splits.map((t) => new Date(t * 1000).toTimeString().slice(0, 8)),
+};
+
+function fmt(v) {
+  if (v === null || v === undefined) return "-";
+  if (Number.isInteger(v)) return String(v);
+  const digits = Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2;
+  return v.toFixed(digits);
+}
+
+// Each series' last point with a value: what the legend shows while the pointer is not over the chart.
+function latest(u) {
+  return u.data.map((values) => {
+    for (let i = values.length - 1; i >= 0; i--) if (values[i] !== null && values[i] !== undefined) return i;
+    return null;
+  });
+}
+
+function showLatest(u) {
+  if (u.cursor.idx === null || u.cursor.idx === undefined) u.setLegend({ idxs: latest(u) });
+}
+
 function plot(id, names, data) {
   const node = el(id);
   const key = names.join("|");
   const width = Math.max(node.clientWidth, 300);
   if (!charts[id] || charts[id].key !== key) {
     if (charts[id]) charts[id].chart.destroy();
-    const series = [{}, ...names.map((n, i) => ({ label: n, stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true }))];
+    const series = [{ value: "{HH}:{mm}:{ss}" }, ...names.map((n, i) =>
+      ({ label: n, stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true, value: (u, v) => fmt(v) }))];
     const axis = { stroke: "#616161", grid: { stroke: "#eeeeee" }, ticks: { stroke: "#e0e0e0" } };
-    const opts = { width, height: 220, series, axes: [axis, axis], scales: { x: { time: true } } };
+    const opts = {
+      width, height: 220, series, axes: [{ ...axis, ...TIME_AXIS }, { ...axis, size: axisSize }], padding: [8, 28, 0, 0],
+      scales: { x: { time: true }, y: { range: fromZero } },
+      hooks: { ready: [showLatest], setData: [showLatest], setCursor: [showLatest] },
+    };
     charts[id] = { key, chart: new uPlot(opts, data, node) };
   } else {
     charts[id].chart.setData(data);
   }
 }
+
+// For the browser test: the value axis of a chart as drawn (its range, width, tick labels and their widest text).
+window.llmCharts.yAxis = (id) => {
+  const u = charts[id].chart;
+  const axis = u.axes[1];
+  u.ctx.font = axis.font[0];
+  const ratio = uPlot.pxRatio || window.devicePixelRatio || 1;
+  const widest = Math.max(0, ...(axis._values || []).map((v) => u.ctx.measureText(String(v)).width / ratio));
+  return { min: u.scales.y.min, max: u.scales.y.max, size: axis._size, room: axis._size - axis.ticks.size - axis.gap,
+    labels: axis._values, widest };
+};
 
 function drawSeries(columns) {
   const t = columns.t;
@@ -94,8 +156,9 @@ function drawVerdicts(feed) {
       text("td", t.reason), text("td", t.origin || "--llm-threshold")]);
   }));
   fill("clients", Object.entries(feed.clients).map(([worker, c]) => row([text("td", worker),
-    text("td", clientVerdict(c), c.saturated ? "fail" : "pass"), text("td", c.loop_lag_p99_ms),
-    text("td", c.cpu_p90_percent), text("td", (c.reasons || []).concat(c.warnings || [], leftOut(c)).join("; "))])));
+    text("td", clientVerdict(c), c.saturated ? "fail" : "pass"), text("td", fmt(c.loop_lag_p99_ms)),
+    text("td", fmt(c.cpu_p90_percent)),
+    text("td", (c.reasons || []).concat(c.warnings || [], leftOut(c)).join("; "))])));
   el("lines").textContent = feed.lines.join("\n");
 }
 
