@@ -100,7 +100,8 @@ function plot(id, names, data) {
       ({ label: n, stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true, value: (u, v) => fmt(v) }))];
     const axis = { stroke: "#616161", grid: { stroke: "#eeeeee" }, ticks: { stroke: "#e0e0e0" } };
     const opts = {
-      width, height: 220, series, axes: [{ ...axis, ...TIME_AXIS }, { ...axis, size: axisSize }], padding: [8, 28, 0, 0],
+      width, height: 220, series, padding: [8, 28, 0, 0],
+      axes: [{ ...axis, ...TIME_AXIS }, { ...axis, size: axisSize }],
       scales: { x: { time: true }, y: { range: fromZero } },
       hooks: { ready: [showLatest], setData: [showLatest], setCursor: [showLatest] },
     };
