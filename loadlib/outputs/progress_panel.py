@@ -18,7 +18,7 @@ from rich.text import Text
 from loadlib.outputs.progress import View, facts, fraction
 
 BAR_WIDTH = 40
-WIDTH = 100  # at most: a panel as wide as the terminal (up to this) keeps its box still as figures grow
+WIDTH = 80  # at most: a panel as wide as the terminal (up to this) keeps its box still as figures grow
 _GAP = "   "
 
 
