@@ -20,7 +20,7 @@ LINK = (
     b"padding:8px 14px;border-radius:4px;background:#178038;color:#fff;font:500 14px Roboto,Arial,sans-serif;"
     b'text-decoration:none;box-shadow:0 2px 6px rgba(0,0,0,.4)">LLM charts</a>'
 )
-_ASSETS = {"uplot/uPlot.iife.min.js", "uplot/uPlot.min.css", "charts.js", "charts.css"}
+_ASSETS = {"uplot/uPlot.iife.min.js", "uplot/uPlot.min.css", "charts.js", "charts.css", "form.js"}
 
 
 def grafana_link(base: str, run_id: str) -> str | None:

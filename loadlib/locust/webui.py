@@ -14,6 +14,7 @@ from typing import Any
 from flask import Response, request
 
 from loadlib.locust.webcharts import install_charts
+from loadlib.locust.webform import install_form
 from loadlib.locust.weblogin import install_login
 from loadlib.metrics.summary import row_name
 
@@ -152,6 +153,7 @@ def install_tab(environment: Any, ctx: Any) -> None:
     app, protect = web_ui.app, web_ui.auth_required_if_enabled
     install_login(web_ui)
     install_charts(web_ui, ctx)
+    install_form(web_ui)
 
     @app.after_request
     def _add_llm_stats(response: Response) -> Response:
