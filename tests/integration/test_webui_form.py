@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -82,7 +83,9 @@ def test_start_form_llm_tab_and_charts_of_chat(chat_ui: str) -> None:
             page.screenshot(path=str(ARTIFACTS / "start-form.png"), full_page=True)
             page.fill("input[name=userCount]", "4")
             page.fill("input[name=spawnRate]", "4")
-            page.get_by_role("button", name="Start").click()
+            with page.expect_request("**/swarm") as swarm:
+                page.get_by_role("button", name="Start").click()
+            check_sent(swarm.value.post_data or "")
             page.get_by_role("tab", name="LLM").click(timeout=20_000)
             check_llm_tab(page)
             charts = page.context.new_page()
@@ -105,6 +108,13 @@ def check_form(fields: list[dict]) -> None:
     by_name = {f["name"]: f for f in fields}
     assert by_name["llmMaxTokens"]["label"] == "Max tokens"
     assert "CPU % above" in by_name["llmCpuThreshold"]["help"]
+
+
+def check_sent(body: str) -> None:
+    """The start sends the fields shown and nothing hidden: a hidden option keeps its command-line value."""
+    sent = set(parse_qs(body, keep_blank_values=True))
+    assert {"llm_model", "llm_max_tokens", "llm_cpu_threshold"} <= sent, sent
+    assert not sent & {"llm_mock", "influx_url", "chat_turns", "llm_timeout_ttft", "data_seed"}, sent
 
 
 def check_llm_tab(page) -> None:
