@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gevent
 
+import atexit
 import logging
 import sys
 import time
@@ -99,6 +100,7 @@ class LiveOut:
         if not self.live.is_started:
             self.live.start()
             self.restore = route_logs(sys.__stdout__, sys.__stderr__)
+            atexit.register(self.live.stop)  # a process that ends without a test stop still gets its cursor back
         self.live.update(self.panel(view, self.title), refresh=True)
 
     def close(self) -> None:
