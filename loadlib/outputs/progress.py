@@ -25,7 +25,7 @@ TOP_ERROR_CLASSES = 3
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    """The thresholds as they stand: passing, lost for good (named), and not judged or not reached yet."""
+    """The thresholds as they stand: passing, failing (named), and not judged or not reached yet."""
 
     passing: int = 0
     failing: tuple[str, ...] = ()
@@ -127,9 +127,10 @@ def trimmed(history: list[tuple[float, int]], window_s: float = RATE_WINDOW_S) -
 
 
 def tally(results: Sequence[Mapping[str, Any]], expected: int = 0) -> Thresholds:
-    """Threshold results (loadlib.verdicts.evaluate) so far: passing; failing, only those lost for good (a total
-    like `requests > 1000` that is merely not reached yet is pending, as is one with too few samples). `expected`:
-    the run's thresholds, some of which have no result until their rows have requests (pending too)."""
+    """Threshold results (loadlib.verdicts.evaluate) so far: passing; failing as they stand, by the rule the abort
+    watch uses (loadlib.verdicts.verdict.lost: a total like `requests > 1000` merely not reached yet is pending, as
+    is one with too few samples). `expected`: the run's thresholds, some of which have no result until their rows
+    have requests (pending too)."""
     failing = tuple(str(r["expression"]) for r in lost(list(results)))
     passing = sum(1 for r in results if r.get("passed") is True)
     return Thresholds(passing, failing, max(len(results), expected) - passing - len(failing))
