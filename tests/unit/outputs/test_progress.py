@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 
 import pytest
 from rich.console import Console
@@ -27,7 +28,7 @@ BUSY = p.View(
 
 
 def text_of(view: p.View, width: int = 120) -> str:
-    console = Console(width=width, record=True, file=open("/dev/null", "w"), color_system=None)  # noqa: SIM115
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
     console.print(panel(view, "loadlib run r1"))
     return console.export_text()
 
