@@ -34,7 +34,15 @@ WRITE_DELAY_S = 2.0
 
 
 def workers() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children() if "--worker" in p.cmdline()]
+    """This test's live worker processes (a reaped or zombie child of an earlier test is none)."""
+    return [p for p in psutil.Process().children() if is_worker(p)]
+
+
+def is_worker(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE and "--worker" in p.cmdline()
+    except psutil.Error:
+        return False
 
 
 def connected(p: psutil.Process) -> bool:
@@ -194,6 +202,7 @@ def test_a_worker_that_would_measure_something_else_is_refused_and_the_run_waits
         _, err = master.communicate(timeout=60)
     finally:
         master.kill()
+        master.wait()
     assert master.returncode == 0 and good.returncode == 0, err[-3000:]
     assert [w["reports"] > 0 for w in load(summary)["integrity"]["workers"]] == [True]
 
