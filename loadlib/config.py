@@ -37,22 +37,25 @@ class Timeouts:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Size caps of one response, in bytes: a line, an event, the whole response. Crossing one ends the request as
-    `oversized` and closes the connection, so whatever a server sends, a stream's memory stays bounded."""
+    """Size caps of one response, in bytes: a line, an event, the whole response, its head. Crossing one ends the
+    request as `oversized` and closes the connection, so whatever a server sends, a stream's memory stays bounded."""
 
     line: int = 4 << 20
     event: int = 8 << 20
     response: int = 128 << 20
+    head: int = 64 << 10  # status line and header section (interim 1xx heads included): --llm-max-head-kb
 
     def __post_init__(self) -> None:
         for name in ("line", "event", "response"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1024:
                 raise ConfigError(f"--llm-max-{name}-mb must be at least 0.001 (1 KiB), got {value / (1 << 20):g}")
+        if not isinstance(self.head, int) or self.head < 1024:
+            raise ConfigError(f"--llm-max-head-kb must be at least 1, got {self.head / 1024:g}")
 
     @classmethod
-    def from_mb(cls, line: float, event: float, response: float) -> Limits:
-        return cls(int(line * (1 << 20)), int(event * (1 << 20)), int(response * (1 << 20)))
+    def from_mb(cls, line: float, event: float, response: float, head_kb: float = 64) -> Limits:
+        return cls(int(line * (1 << 20)), int(event * (1 << 20)), int(response * (1 << 20)), int(head_kb * 1024))
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,4 +177,5 @@ def timeouts_from_options(options: Any) -> Timeouts:
 
 
 def limits_from_options(options: Any) -> Limits:
-    return Limits.from_mb(options.llm_max_line_mb, options.llm_max_event_mb, options.llm_max_response_mb)
+    mb = (options.llm_max_line_mb, options.llm_max_event_mb, options.llm_max_response_mb)
+    return Limits.from_mb(*mb, getattr(options, "llm_max_head_kb", 64))

@@ -165,6 +165,7 @@ OPTIONS: tuple[Option, ...] = (
         128.0,
         "Largest response accepted, MiB (`oversized` beyond; a 128K-token stream is about 30 MiB).",
     ),
+    _o("--llm-max-head-kb", LIMITS, 64, "Largest response head (status line and headers) accepted, KiB (`oversized`)."),
     _o(
         "--llm-stop-on-fatal-s",
         LIMITS,

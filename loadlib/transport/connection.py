@@ -19,6 +19,7 @@ import gevent
 from gevent import get_hub
 from gevent.monkey import get_original
 
+import logging
 import socket
 from time import perf_counter, time
 from typing import Any
@@ -27,6 +28,8 @@ from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTPResponse
 
 from loadlib.config import Endpoint, Limits, Timeouts
+from loadlib.errors import OversizedError
+from loadlib.logs import RateLimitedLog
 from loadlib.transport.deadline import WATCHDOG
 from loadlib.transport.stamps import ANCILLARY_SIZE, SO_TIMESTAMPNS, STAMPER, kernel_stamp
 
@@ -34,6 +37,9 @@ _select = get_original("select", "select")
 BUSY_S = 0.005  # longest stretch of reading without a wait before the reader yields to the hub
 YIELD_S = 1e-6  # gevent.sleep(0) only runs other greenlets; the loop polls after 50 of those, which a flood delays
 READ_SIZE = 65536
+STRAY_NOTE = "bytes followed the complete response: not parsed; the connection was closed, not reused"
+NO_LENGTH_NOTE = "no length: the body ends only at close; the connection was closed after the terminal event"
+_LOG = logging.getLogger("loadlib.transport.connection")
 
 
 def _idle_socket_alive(sock: Any) -> bool:
@@ -74,23 +80,84 @@ class _NoIteration:
 _NO_ITERATION = _NoIteration()
 
 
+class _AfterTheEnd(Exception):
+    """Raised by the parser's message-begin callback when bytes follow a complete final response: llhttp would
+    otherwise parse them as the next response and reset this one (its status, its headers, its completion)."""
+
+
+class HeadTooLarge(OversizedError):
+    """The response head went past --llm-max-head-kb before it ended (an endless header section)."""
+
+    def __init__(self, limit_bytes: int) -> None:
+        super().__init__("head", limit_bytes)
+        self.args = (f"the response head crossed its size cap of {limit_bytes / 1024:g} KiB (--llm-max-head-kb)",)
+
+
 class Response(HTTPResponse):
     """geventhttpclient's response parser, fed by our reads. A framing error after the head (a bad chunk size) is
-    kept in `framing_error` instead of raised, so the status is still known; the body reader raises it."""
+    kept in `framing_error` instead of raised, so the status is still known; the body reader raises it.
+
+    Bytes after the complete final response (`stray`) are not parsed: the answer stands, as received, and the
+    connection is not reused (the parser has failed, so `should_close()` is true)."""
 
     def __init__(self, method: str) -> None:
         super().__init__(method)
         self.framing_error: HTTPParseError | None = None
+        self.final_complete = False  # a final (non-1xx) response ended; anything after it is stray
+        self.stray = False
+        self.head_bytes = 0  # bytes fed before the final head ended (interim 1xx heads included)
 
     def feed(self, data: bytes) -> None:
         if self.framing_error is not None:
             raise self.framing_error
+        if self.stray:
+            return
         try:
             super().feed(data)
+        except _AfterTheEnd:
+            self.stray = True
         except HTTPParseError as exc:
-            if not self.headers_complete or self.get_code() < 200:
+            if self.final_complete:  # e.g. bytes after a `Connection: close` response: llhttp's closed state
+                self.stray = True
+            elif not self.headers_complete or self.get_code() < 200:
                 raise
-            self.framing_error = exc
+            else:
+                self.framing_error = exc
+
+    def feed_head(self, data: bytes, cap: int) -> None:
+        """Feed bytes read while the final head is incomplete; HeadTooLarge when it has not ended within `cap` bytes.
+        Only the bytes within the cap are parsed before that is known: an endless header section costs no memory."""
+        room = cap - self.head_bytes
+        self.head_bytes += len(data)
+        if len(data) <= room:
+            self.feed(data)
+            return
+        if room > 0:  # never b"": that would tell the parser the connection ended
+            self.feed(data[:room])
+        if not self.final_head:
+            raise HeadTooLarge(cap)
+        self.feed(data[room:])
+
+    @property
+    def final_head(self) -> bool:
+        """The head of the final (non-1xx) response has been parsed."""
+        return self.headers_complete and self.get_code() >= 200
+
+    @property
+    def close_delimited(self) -> bool:
+        """The body ends only when the server closes (RFC 9112 section 6.3): no Content-Length, not chunked. Such a
+        connection can never be reused, whatever `Connection: keep-alive` it claims."""
+        encoding = str(self.get("transfer-encoding") or "").lower()
+        return self.get("content-length") is None and "chunked" not in encoding and self.get_code() not in (204, 304)
+
+    def _on_message_begin(self) -> None:
+        if self.final_complete:
+            raise _AfterTheEnd
+        super()._on_message_begin()
+
+    def _on_message_complete(self) -> None:
+        super()._on_message_complete()
+        self.final_complete = self.get_code() >= 200
 
     def take_body(self) -> bytes:
         """The body bytes parsed so far (chunk framing removed), emptying the buffer."""
@@ -126,6 +193,8 @@ class Connection:
         self.sock: Any = None
         self.cancelled = False
         self.drained = True
+        self.stray_log = RateLimitedLog(_LOG, interval_s=30.0)
+        self.no_length_log = RateLimitedLog(_LOG, interval_s=30.0)
         loop = get_hub().loop
         self.loop = loop if hasattr(loop, "iteration") else _NO_ITERATION  # other backends: yield every BUSY_S
         self.seen_iteration = -1
@@ -145,6 +214,28 @@ class Connection:
 
         pool._create_socket = counted_create
         pool._is_socket_alive = _idle_socket_alive
+
+    def note_stray(self) -> str:
+        """Say (rate-limited) that a response was followed by bytes it did not declare; the record's note."""
+        self.stray_log.error(
+            "a response from %s was followed by bytes it did not declare (a body longer than its Content-Length, or a "
+            "response nobody asked for): the answer stands as received and the connection is closed, not reused",
+            self.endpoint.base_url,
+        )
+        return STRAY_NOTE
+
+    def note_no_length(self, response: Response) -> str:
+        """Say (rate-limited) that a response without length claimed keep-alive: its body ends only when the server
+        closes (RFC 9112 section 6.3), so the connection was closed after the terminal event instead of drained."""
+        if str(response.get("connection") or "").lower() != "close":
+            self.no_length_log.error(
+                "a %s response from %s has no Content-Length and is not chunked, yet keeps the connection open: its "
+                "body ends only when the server closes, so the connection is closed after the terminal event (a new "
+                "one per request; E2E ends at the terminal event)",
+                response.version,
+                self.endpoint.base_url,
+            )
+        return NO_LENGTH_NOTE
 
     def send(self, data: bytes, until: float) -> None:
         """Take the kept-alive socket (or connect) and send `data`; TimeoutError past `until`."""

@@ -78,6 +78,7 @@ class StreamOutcome:
     fatal: str | None = None
     unreachable: str | None = None
     opening: bytearray = field(default_factory=bytearray)  # the body's first bytes while no event has come
+    note: str | None = None  # framing trouble that did not spoil the answer (stray bytes, a body without length)
 
 
 FirstOutput = Callable[[], None]
@@ -120,6 +121,9 @@ def _send(out: StreamOutcome, conn: Connection, req: HttpRequest, deadline: Dead
     except (OSError, HTTPParseError, DeadlineExceeded) as exc:
         _classify_send_failure(out, exc, conn, deadline)
         return None
+    except OversizedError as exc:  # the head never ended within --llm-max-head-kb
+        out.status, out.message = ErrorClass.OVERSIZED, str(exc)
+        return None
     out.ttfb_ms = (first - out.t0) * 1000.0
     out.http_status = status = resp.status_code
     _keep_headers(out, resp)
@@ -130,10 +134,11 @@ def _send(out: StreamOutcome, conn: Connection, req: HttpRequest, deadline: Dead
 
 def _read_head(out: StreamOutcome, conn: Connection, method: str, deadline: Deadline) -> tuple[Response, float, float]:
     """Read until the final (non-1xx) response head is parsed; returns it with the arrival of its first byte and of
-    the last head read (body bytes read with the head carry that stamp)."""
+    the last head read (body bytes read with the head carry that stamp). A head longer than --llm-max-head-kb raises
+    HeadTooLarge (`oversized`) before more than the cap is parsed."""
     resp = Response(method)
     first = None
-    while not resp.headers_complete or resp.get_code() < 200:
+    while not resp.final_head:
         try:
             data, start, last = conn.recv(deadline.head_at)
         except TimeoutError:
@@ -143,7 +148,7 @@ def _read_head(out: StreamOutcome, conn: Connection, method: str, deadline: Dead
         out.response_bytes += len(data)
         if first is None:
             first = start
-        resp.feed(data)
+        resp.feed_head(data, conn.limits.head)
     return resp, first, last
 
 
@@ -261,6 +266,8 @@ def _body(
             now = perf_counter()
             return data, now, now
         if resp.message_complete:
+            if resp.stray:
+                out.note = conn.note_stray()
             now = perf_counter()
             return b"", now, now
         if resp.framing_error is not None:
@@ -342,6 +349,9 @@ def _stream_events(
     message: str | None = None
     opening = out.opening
     while True:
+        if terminal and resp.close_delimited:  # nothing after the terminal event is used, and the body ends only
+            out.note = conn.note_no_length(resp)  # when the server closes: close now, never wait on a "keep-alive"
+            break
         if terminal:
             try:
                 data, start, now = _body(out, conn, resp, dl, terminal_seen=True)
