@@ -26,15 +26,14 @@ from loadlib.providers.base import (
     ProviderError,
     StreamResult,
     ToolCall,
-    Usage,
 )
 from loadlib.providers.openai import join_path, merge_body, merge_headers
+from loadlib.providers.usage import ANTHROPIC_KEYS, anthropic_usage
 
 ANTHROPIC_VERSION = "2023-06-01"
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 _SHOWN = OUTPUT | VISIBLE
-_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 _TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use"})
 
 
@@ -49,26 +48,10 @@ class _Tool:
 
 def _merge_usage(into: dict[str, Any], raw: Any, where: str) -> None:
     """Later non-null counts replace earlier ones (message_delta's usage is cumulative)."""
-    for key in _USAGE_KEYS:
+    for key in ANTHROPIC_KEYS:
         value = (fields.mapping(raw, where) or {}).get(key)
         if value is not None:
             into[key] = value
-
-
-def anthropic_usage(raw: dict[str, Any]) -> Usage:
-    """Counts from the merged usage; those that are not sane counts are rejected and listed."""
-    rejected: list[str] = []
-
-    def count(key: str) -> int | None:
-        return fields.count(raw.get(key), f"usage.{key}", rejected)
-
-    return Usage(
-        prompt_tokens=count("input_tokens"),
-        completion_tokens=count("output_tokens"),
-        cached_prompt_tokens=count("cache_read_input_tokens"),
-        cache_creation_tokens=count("cache_creation_input_tokens"),
-        rejected=tuple(rejected),
-    )
 
 
 class AnthropicParser:

@@ -27,8 +27,8 @@ from loadlib.providers.base import (
     ProviderError,
     StreamResult,
     ToolCall,
-    Usage,
 )
+from loadlib.providers.usage import openai_usage
 
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
@@ -69,27 +69,6 @@ def merge_headers(headers: dict[str, str], extra: dict[str, str]) -> dict[str, s
         headers = {k: v for k, v in headers.items() if k.lower() not in lowered}
         headers.update(extra)
     return headers
-
-
-def openai_usage(raw: dict[str, Any], where: str = "usage") -> Usage:
-    """Map an OpenAI-style usage object (also DeepSeek's cache-hit field and Groq's x_groq.usage); counts that are
-    not sane are rejected and listed."""
-    rejected: list[str] = []
-    prompt_details = raw.get("prompt_tokens_details")
-    completion_details = raw.get("completion_tokens_details")
-    cached = prompt_details.get("cached_tokens") if type(prompt_details) is dict else None
-    cached_where = f"{where}.prompt_tokens_details.cached_tokens"
-    if cached is None:
-        cached, cached_where = raw.get("prompt_cache_hit_tokens"), f"{where}.prompt_cache_hit_tokens"
-    reasoning = completion_details.get("reasoning_tokens") if type(completion_details) is dict else None
-    reasoning_where = f"{where}.completion_tokens_details.reasoning_tokens"
-    return Usage(
-        prompt_tokens=fields.count(raw.get("prompt_tokens"), f"{where}.prompt_tokens", rejected),
-        completion_tokens=fields.count(raw.get("completion_tokens"), f"{where}.completion_tokens", rejected),
-        cached_prompt_tokens=fields.count(cached, cached_where, rejected),
-        reasoning_tokens=fields.count(reasoning, reasoning_where, rejected),
-        rejected=tuple(rejected),
-    )
 
 
 class _Tool:
