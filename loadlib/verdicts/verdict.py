@@ -33,6 +33,8 @@ def verdict(results: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str,
     - `fatal`: stopped early because every request failed in a way that will not heal (`summary["fatal"]`);
     - `interrupted`: a signal ended it before its end, whatever its numbers say;
     - `incomplete`: a worker was lost or under 95 % of the intended load ran (loadlib.metrics.integrity);
+    - `invalid`: a test ran but no attempt completed (every one was cut off by its end, or none was sent): there is
+      nothing to judge, even without thresholds;
     - `invalid`: the client was saturated (no number can be trusted);
     - `fail`: a judged threshold failed, a drill missed its targets, or a lost threshold aborted the run; a failure
       that was measured stands even when other thresholds could not be judged;
@@ -43,19 +45,20 @@ def verdict(results: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str,
     integrity = summary.get("integrity") or {}
     incomplete = [f"run incomplete: {r}" for r in integrity.get("reasons") or []]
     stopped = _stopped(summary)
-    if not results and not drills and not incomplete and not stopped and not summary.get("interrupted"):
+    empty = _nothing_completed(summary)
+    if not results and not drills and not incomplete and not stopped and not summary.get("interrupted") and not empty:
         return None
     failed = _failed(results, drills, summary.get("aborted"))
-    saturated = _saturated(summary)
+    untrusted = [*empty, *_saturated(summary)]
     unjudged = [] if summary.get("aborted") else _unjudged(results)
     if stopped:
         status, reasons = stopped
     elif summary.get("interrupted"):
-        status, reasons = "interrupted", [_interrupted(summary), *incomplete, *saturated, *failed, *unjudged]
+        status, reasons = "interrupted", [_interrupted(summary), *incomplete, *untrusted, *failed, *unjudged]
     elif incomplete:
-        status, reasons = "incomplete", [*incomplete, *saturated, *failed, *unjudged]
-    elif saturated:
-        status, reasons = "invalid", [*saturated, *failed, *unjudged]
+        status, reasons = "incomplete", [*incomplete, *untrusted, *failed, *unjudged]
+    elif untrusted:
+        status, reasons = "invalid", [*untrusted, *failed, *unjudged]
     elif failed:
         status, reasons = "fail", [*failed, *unjudged]
     elif unjudged:
@@ -71,6 +74,17 @@ def _stopped(summary: dict[str, Any]) -> tuple[str, list[str]] | None:
         if summary.get(status):
             return status, [str(summary[status])]
     return None
+
+
+def _nothing_completed(summary: dict[str, Any]) -> list[str]:
+    """A test that ran (its duration is known) and whose attempts all were cut off by its end, or that sent none."""
+    total = summary.get("total")
+    if total is None or not summary.get("duration_s"):
+        return []
+    cut = (total.get("errors") or {}).get("cut_off", 0)
+    if (total.get("count") or 0) > cut:
+        return []
+    return [f"no attempt completed ({cut} cut off by the end of the run): nothing to judge"]
 
 
 def _failed(results: list[dict[str, Any]], drills: list[dict[str, Any]], aborted: Any) -> list[str]:

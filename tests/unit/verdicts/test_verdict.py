@@ -117,3 +117,17 @@ def test_without_a_verdict_locusts_rule_is_stated_with_its_code() -> None:
     failed = no_verdict(7, 1)
     assert failed["status"] == "errors" and failed["exit_code"] == 1 and failed["reasons"][0].startswith("7 failed")
     assert verdict_line(failed).startswith("Verdict: ERRORS (exit code 1): 7 failed requests")
+
+
+def test_a_run_where_no_attempt_completed_is_invalid_even_without_thresholds() -> None:
+    cut = {"duration_s": 3.0, "total": {"count": 4, "errors": {"cut_off": 4}}}
+    outcome = verdict([], cut)
+    assert outcome["status"] == "invalid" and outcome["exit_code"] == 3
+    assert outcome["reasons"] == ["no attempt completed (4 cut off by the end of the run): nothing to judge"]
+    assert verdict([result("a", True)], {"duration_s": 3.0, "total": {"count": 0, "errors": {}}})["status"] == "invalid"
+    one_done = {"duration_s": 3.0, "total": {"count": 5, "errors": {"cut_off": 4}}}
+    assert verdict([], one_done) is None  # Locust's rule, as before
+    never_started = {"duration_s": 0.0, "total": {"count": 0, "errors": {}}}  # a web UI closed before any test
+    assert verdict([], never_started) is None
+    interrupted = verdict([], {**cut, "interrupted": True})
+    assert interrupted["status"] == "interrupted" and "no attempt completed" in interrupted["reasons"][1]
