@@ -312,8 +312,19 @@ def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord, good: bool 
                 e.first_start_unix_ns = start
             if e.last_end_unix_ns is None or end > e.last_end_unix_ns:
                 e.last_end_unix_ns = end
-    if ok and r.itl_ms:
+    if ok:
+        _add_itl(entries, r)
+
+
+def _add_itl(entries: tuple[LLMStatsEntry, ...], r: RequestRecord) -> None:
+    """Every gap of a successful attempt: those the record lists, and those only its `itl_rest` histogram holds
+    (a long stream's record lists the first 4,096: docs/metrics.md, "Memory"), so the ITL percentiles stay exact."""
+    if r.itl_ms:
         record_many_into([e.itl_ms for e in entries], r.itl_ms)
+    if r.itl_rest:
+        rest = Histogram.from_dict(r.itl_rest)
+        for e in entries:
+            e.itl_ms.merge(rest)
 
 
 def _min_opt(a: int | None, b: int | None) -> int | None:

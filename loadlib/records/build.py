@@ -10,7 +10,7 @@ from loadlib.providers.base import USAGE_ESTIMATED, Usage
 from loadlib.records.pricing import PriceTable
 from loadlib.records.record import RequestRecord
 from loadlib.redact import Redactor
-from loadlib.transport.stream import StreamOutcome
+from loadlib.transport.stream import MAX_ITL, StreamOutcome
 
 MAX_TEXT = 200
 DEVIATION_LIMIT_PCT = 10.0  # usage and estimate "disagree" beyond this (docs/metrics.md, "Token counts")
@@ -52,8 +52,8 @@ def build_record(
     cost = None
     if in_tokens is not None and out_tokens is not None:
         cost = prices.cost(model, in_tokens, out_tokens, cached, cached_included=provider != "anthropic")
-    stamps = outcome.output_stamps_ms
     status = outcome.status
+    rest = outcome.itl_rest
     return RequestRecord(
         run_id=run_id,
         scenario=scenario,
@@ -73,9 +73,11 @@ def build_record(
         ttft_ms=outcome.ttft_ms,
         ttfo_ms=outcome.ttfo_ms,
         e2e_ms=outcome.e2e_ms,
-        itl_ms=gaps_ms(stamps),
+        itl_ms=gaps_ms(outcome.output_stamps_ms[: MAX_ITL + 1]),
+        itl_dropped=rest.count if rest is not None else 0,
+        itl_rest=rest.to_dict() if rest is not None else None,
         **_per_token(outcome, out_tokens),
-        output_events=len(stamps),
+        output_events=output_events(outcome),
         intended_send_ms=intended_send_ms,
         schedule_lag_ms=schedule_lag_ms,
         prompt_tokens=prompt,
@@ -97,12 +99,19 @@ def build_record(
     )
 
 
+def output_events(outcome: StreamOutcome) -> int:
+    """Output-bearing events: the stamps kept, plus one per gap only `itl_rest` holds (their stamps were dropped but
+    the latest, which holds the slot after the first MAX_ITL + 1)."""
+    rest = outcome.itl_rest
+    return len(outcome.output_stamps_ms) + (rest.count - 1 if rest is not None else 0)
+
+
 def _per_token(outcome: StreamOutcome, out_tokens: int | None) -> dict[str, float | None]:
     """TPOT, stream TPOT and the stream tail: successful attempts only (a failure's timing describes the failure)."""
-    stamps, ok = outcome.output_stamps_ms, outcome.status is ErrorClass.OK
+    stamps, ok, events = outcome.output_stamps_ms, outcome.status is ErrorClass.OK, output_events(outcome)
     return {
-        "tpot_ms": tpot_ms(outcome.e2e_ms, outcome.ttft_ms, out_tokens) if ok and len(stamps) > 1 else None,
-        "stream_tpot_ms": stream_tpot_ms(stamps) if ok else None,
+        "tpot_ms": tpot_ms(outcome.e2e_ms, outcome.ttft_ms, out_tokens) if ok and events > 1 else None,
+        "stream_tpot_ms": stream_tpot_ms(stamps, events) if ok else None,
         "stream_tail_ms": stream_tail_ms(stamps, outcome.e2e_ms) if ok and outcome.streamed else None,
     }
 
@@ -119,10 +128,11 @@ def tpot_ms(e2e_ms: float | None, ttft_ms: float | None, output_tokens: int | No
     return (e2e_ms - ttft_ms) / (output_tokens - 1)
 
 
-def stream_tpot_ms(stamps_ms: Sequence[float]) -> float | None:
+def stream_tpot_ms(stamps_ms: Sequence[float], events: int | None = None) -> float | None:
     """Decode time per token from the stream itself: (last - first output event) / (events - 1), for two or more.
-    Unlike TPOT it holds neither the stream's tail nor the server's token count (docs/metrics.md, "Timing")."""
-    n = len(stamps_ms)
+    Unlike TPOT it holds neither the stream's tail nor the server's token count (docs/metrics.md, "Timing").
+    `events` counts them when the stamps between were dropped (StreamOutcome.itl_rest); default: one per stamp."""
+    n = len(stamps_ms) if events is None else events
     return (stamps_ms[-1] - stamps_ms[0]) / (n - 1) if n > 1 else None
 
 

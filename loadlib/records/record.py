@@ -8,6 +8,7 @@ is handed to the HTTP client).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from loadlib.errors import ErrorClass
 
@@ -46,7 +47,9 @@ class RequestRecord:
     ttft_ms: float | None = None
     ttfo_ms: float | None = None
     e2e_ms: float | None = None
-    itl_ms: tuple[float, ...] = ()
+    itl_ms: tuple[float, ...] = ()  # the first 4,096 gaps (transport.stream.MAX_ITL)
+    itl_dropped: int = 0  # gaps after those, not listed: in `itl_rest` (docs/metrics.md, "Memory")
+    itl_rest: dict[str, Any] | None = None  # those gaps as a histogram (metrics.histogram.Histogram.to_dict)
     tpot_ms: float | None = None
     stream_tpot_ms: float | None = None  # (last output event - first) / (output events - 1): usage plays no part
     stream_tail_ms: float | None = None  # last output event to the end of the stream (its terminal event)

@@ -24,6 +24,7 @@ from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from loadlib.errors import ErrorClass, MalformedEventError, OversizedError, UnsupportedAPIError
 from loadlib.logs import RateLimitedLog
+from loadlib.metrics.histogram import Histogram
 from loadlib.providers import registry
 from loadlib.providers.base import ERROR, OUTPUT, TERMINAL, VISIBLE, Adapter, HttpRequest, StreamParser, StreamResult
 from loadlib.providers.errors_body import short
@@ -33,6 +34,7 @@ from loadlib.transport.sse import SSEDecoder
 
 MAX_ERROR_BODY = 65536
 OPENING_BYTES = 512
+MAX_ITL = 4096  # gaps a record lists; later ones only in `itl_rest` (docs/metrics.md, "Memory")
 RATE_LIMIT_HEADERS = (
     "retry-after",
     "retry-after-ms",
@@ -67,7 +69,8 @@ class StreamOutcome:
     ttft_ms: float | None = None
     ttfo_ms: float | None = None
     e2e_ms: float | None = None
-    output_stamps_ms: array = field(default_factory=lambda: array("d"))
+    output_stamps_ms: array = field(default_factory=lambda: array("d"))  # the first MAX_ITL + 1, then the latest
+    itl_rest: Histogram | None = None  # the gaps after the first MAX_ITL, whose stamps are not kept
     streamed: bool = False  # the body was an event stream (a stream tail exists)
     events: int = 0
     response_bytes: int = 0
@@ -387,7 +390,10 @@ def _stream_events(
                     out.ttft_ms = t
                     if hook is not None:
                         hook()
-                stamps.append(t)
+                if len(stamps) <= MAX_ITL:
+                    stamps.append(t)
+                else:
+                    keep_beyond(out, t)
                 if flags & VISIBLE and out.ttfo_ms is None:
                     out.ttfo_ms = t
             if flags & ERROR and status is not ErrorClass.PROVIDER_ERROR:
@@ -396,6 +402,20 @@ def _stream_events(
                 terminal = True
                 out.e2e_ms = (stamp - t0) * ms
     return status, message, terminal
+
+
+def keep_beyond(out: StreamOutcome, t: float) -> None:
+    """An output event after the first MAX_ITL gaps: its gap goes to `itl_rest` and its stamp takes the one slot kept
+    after the first MAX_ITL + 1, so a firehose of a million events keeps 4,098 stamps and one histogram, while TTFT,
+    stream TPOT (first, last, count) and the tail (last) stay exact and every gap still reaches the statistics."""
+    stamps = out.output_stamps_ms
+    gap = t - stamps[-1]
+    if out.itl_rest is None:
+        out.itl_rest = Histogram()
+        stamps.append(t)
+    else:
+        stamps[-1] = t
+    out.itl_rest.record(gap)
 
 
 def _read_other(
