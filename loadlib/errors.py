@@ -63,6 +63,8 @@ class ErrorClass(StrEnum):
     INTERNAL_ERROR = "internal_error"
     CANCELLED = "cancelled"  # a hedge that lost: its tokens and cost still count
     CIRCUIT_OPEN = "circuit_open"  # every endpoint's breaker refused: the user-visible request failed unsent
+    HTTP_REDIRECT = "http_redirect"  # a 3xx: redirects are not followed (--host should name the final URL)
+    HTTP_INVALID_STATUS = "http_invalid_status"  # a status code outside 100-599: no HTTP class says what it means
 
     @property
     def is_error(self) -> bool:

@@ -31,6 +31,7 @@ from loadlib.providers.errors_body import short
 from loadlib.transport.connection import Connection, Response, request_bytes
 from loadlib.transport.deadline import Deadline, DeadlineExceeded
 from loadlib.transport.sse import SSEDecoder
+from loadlib.transport.status import head_verdict, header
 
 MAX_ERROR_BODY = 65536
 OPENING_BYTES = 512
@@ -128,10 +129,9 @@ def _send(out: StreamOutcome, conn: Connection, req: HttpRequest, deadline: Dead
         out.status, out.message = ErrorClass.OVERSIZED, str(exc)
         return None
     out.ttfb_ms = (first - out.t0) * 1000.0
-    out.http_status = status = resp.status_code
+    out.http_status = resp.status_code
     _keep_headers(out, resp)
-    if status in (401, 403, 404):
-        out.fatal = _http_fatal(status, conn)
+    _classify_head(out, conn, req, resp)
     return resp
 
 
@@ -162,6 +162,21 @@ def _keep_headers(out: StreamOutcome, resp: Response) -> None:
         if key in headers:
             out.server_request_id = headers[key][:MAX_HEADER_VALUE]
             break
+
+
+def _classify_head(out: StreamOutcome, conn: Connection, req: HttpRequest, resp: Response) -> None:
+    """What the head decides before the body is read (loadlib.transport.status), and which statuses cannot heal: a
+    redirect (the --host is wrong) and 401/403/404. The body is still drained, so the connection can be reused."""
+    status = resp.status_code
+    if status in (401, 403, 404):
+        out.fatal = _http_fatal(status, conn)
+    url = f"{conn.endpoint.scheme}://{conn.host}{req.path}"
+    accept = header(req.headers, "accept-encoding")
+    verdict = head_verdict(status, resp.get("location"), resp.get("content-encoding"), accept, url)
+    if verdict is not None:
+        out.status, out.message = verdict
+        if out.status is ErrorClass.HTTP_REDIRECT:
+            out.fatal = out.message
 
 
 def _http_fatal(status: int, conn: Connection) -> str:
@@ -229,7 +244,7 @@ def _read_response(
     """The body, by kind: an error body, an event stream or a whole JSON body; trouble reading it is classified."""
     content_type = str(resp.get("content-type") or "")
     try:
-        if (out.http_status or 0) >= 300:
+        if (out.http_status or 0) >= 300 or out.status is not ErrorClass.OK:  # or the head already decided
             _read_error(out, conn, resp, adapter, dl)
         elif "text/event-stream" in content_type:
             _read_stream(out, conn, resp, adapter, dl, hook)
@@ -298,8 +313,9 @@ def _read_error(out: StreamOutcome, conn: Connection, resp: Response, adapter: A
         if not data:
             break
         body += data
-    err = adapter.classify_error(out.http_status or 0, bytes(body[:MAX_ERROR_BODY]))
-    out.status, out.message = err.error_class, err.message
+    if out.status is ErrorClass.OK:  # not decided by the head (a redirect, an invalid status, an unread encoding)
+        err = adapter.classify_error(out.http_status or 0, bytes(body[:MAX_ERROR_BODY]))
+        out.status, out.message = err.error_class, err.message
 
 
 def _read_stream(
