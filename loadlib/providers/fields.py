@@ -2,7 +2,8 @@
 
 A field of the wrong type is classified: `MalformedEventError` naming the field and what it held. Usage counts are
 validated apart: a count that is not a non-negative integer below `MAX_COUNT` is rejected (None), and the rejection
-is kept on the `Usage` so the record says why the estimate was used instead. Pure functions, no I/O.
+is kept on the `Usage` so the record says why the estimate was used instead; counts that are each sane but impossible
+together are rejected the same way by loadlib/providers/usage.py. Pure functions, no I/O.
 """
 
 from __future__ import annotations
