@@ -28,6 +28,8 @@ from loadlib.failover.routing import Router, pick
 
 FirstOutput = Callable[[], None]
 LOSER_WAIT_S = 1.0  # a cancelled attempt ends at once (its socket is closed); this only bounds a stuck one
+# outcomes that tell nothing about their endpoint: a hedge's loser, an attempt cut off by the end of the run
+UNJUDGED = frozenset({ErrorClass.CANCELLED, ErrorClass.CUT_OFF})
 
 
 @dataclass(slots=True)
@@ -123,7 +125,7 @@ class Dispatcher:
     def send(self, attempt: AttemptFn, sleep: Callable[[float], Any] = gevent.sleep) -> Delivery:
         """Run one user-visible request to its end. Never raises for a failed attempt."""
         if self.only is not None:  # one endpoint, one attempt, no breaker: nothing to decide (measured: bench/)
-            done = attempt(self.only, 1, False, None)
+            done = _alone(attempt, self.only)
             return Delivery(self.only, done.t0, [done], done)
         self.budget.request()
         order = self.router.order()
@@ -168,9 +170,9 @@ class Dispatcher:
         return self._hedged(attempt, delivery, order, tried, name, permit)
 
     def _settle(self, delivery: Delivery, done: Attempt, permit: int) -> None:
-        """The attempt's outcome to its breaker (a cancelled hedge loser tells nothing about its endpoint)."""
+        """The attempt's outcome to its breaker (a hedge's loser or a cut-off attempt tells nothing of its endpoint)."""
         breaker = self.breakers[done.endpoint]
-        if done.status is ErrorClass.CANCELLED:
+        if done.status in UNJUDGED:
             breaker.release(permit)
         else:
             breaker.record(permit, done.status)
@@ -226,15 +228,30 @@ class Dispatcher:
         return answered
 
     def _abandon(self, race: _Race) -> None:
-        """The race's user is gone: its losers are recorded, the rest dropped (race.abandon); every breaker permit is
-        settled or given back, so a half-open breaker is not left waiting for a probe that will never report."""
+        """The race's user is gone: every attempt records itself, cancelled or cut off (race.abandon); every breaker
+        permit is settled or given back, so a half-open breaker is not left waiting for a probe that will never
+        report."""
         race.abandon()
         for r in race.runners:
             done = r.greenlet.value if r.greenlet.successful() else None
-            if isinstance(done, Attempt) and done.status is not ErrorClass.CANCELLED:
+            if isinstance(done, Attempt) and done.status not in UNJUDGED:
                 self.breakers[r.endpoint].record(r.permit, done.status)
             else:
                 self.breakers[r.endpoint].release(r.permit)
+
+
+def _alone(attempt: AttemptFn, name: str) -> Attempt:
+    """The one attempt of a single-path request, in a greenlet of its own as a race's are (a spawn costs a few
+    microseconds): Locust stops a user by killing its greenlet, which would tear a stream apart and lose what it
+    received. Here the kill reaches the user waiting for its attempt instead, and the attempt is cut off: it ends at
+    once with what arrived and records itself `cut_off` before the kill goes on (see _Race.abandon)."""
+    race = _Race()
+    greenlet = race.spawn(attempt, name, 1, False, 0)
+    try:
+        return greenlet.get()  # an exception of the attempt function (a bug of ours) reaches the user, as before
+    except BaseException:  # GreenletExit: the user is stopped (the run ends, a ramp-down)
+        race.abandon()
+        raise
 
 
 def _single_path(pool: PoolConfig) -> bool:
@@ -248,17 +265,24 @@ class Handle:
     """An attempt's part in a race: the attempt function registers its connection while it streams (so a loser can
     be cancelled) and calls `first_output` when its first output arrives."""
 
-    __slots__ = ("cancelled", "conn", "first_output")
+    __slots__ = ("cancelled", "conn", "cut", "first_output")
 
     def __init__(self, first_output: FirstOutput) -> None:
         self.first_output = first_output
         self.cancelled = Event()
         self.conn: Any = None
+        self.cut = False  # cancelled because its user was stopped, not because another attempt won
 
     def cancel(self) -> None:
         self.cancelled.set()
         if self.conn is not None:
             self.conn.cancel()
+
+    def cut_off(self) -> None:
+        """End the attempt because its user is stopped: it ends as a cancelled one does and records itself
+        `cut_off` (the attempt function reads `cut`)."""
+        self.cut = True
+        self.cancel()
 
 
 @dataclass(slots=True)
@@ -336,12 +360,14 @@ class _Race:
         return any(r is not winner and r.result().status is ErrorClass.CANCELLED for r in self.runners)
 
     def abandon(self) -> None:
-        """The user's greenlet was killed mid-race. Once a leader exists the others are losers: they are cancelled
-        and awaited (a cancelled attempt ends at once), so each is recorded before the run's end, as the winner may
-        already be. Whatever still runs then (the leader's stream, or both attempts before any output) is killed,
-        as a lone attempt in flight is when Locust stops its user."""
+        """The user's greenlet was killed mid-race. Once a leader exists the others are losers: they are cancelled.
+        Whatever still runs then (the leader's stream, or every attempt before any output) is cut off: it ends as a
+        cancelled attempt does, with what arrived, and records itself `cut_off`. All are awaited (a cancelled attempt
+        ends at once), so each is recorded before the run's end; one stuck past LOSER_WAIT_S is killed."""
         if self.leader is not None:
             self.cancel_all_but(self.leader)
-        losers = [r.greenlet for r in self.runners if r.handle.cancelled.is_set()]
-        gevent.joinall(losers, timeout=LOSER_WAIT_S)
+        for r in self.runners:
+            if not r.greenlet.ready() and not r.handle.cancelled.is_set():
+                r.handle.cut_off()
+        gevent.joinall([r.greenlet for r in self.runners], timeout=LOSER_WAIT_S)
         gevent.killall([r.greenlet for r in self.runners], block=True, timeout=LOSER_WAIT_S)

@@ -23,7 +23,7 @@ from typing import Any
 
 from loadlib.errors import ErrorClass
 from loadlib.failover.client_faults import delayed, made_outcome
-from loadlib.failover.dispatch import Attempt, Delivery, Handle
+from loadlib.failover.dispatch import UNJUDGED, Attempt, Delivery, Handle
 from loadlib.locust.context import RunContext, context
 from loadlib.locust.fatal import backoff_s
 from loadlib.locust.install import install, stop_run
@@ -43,6 +43,7 @@ from loadlib.transport.stream import StreamOutcome, stream_call
 install(events)  # a user class needs loadlib's wiring on Locust's events; installing it again is a no-op
 _UNFORESEEN = RateLimitedLog(logging.getLogger("loadlib.locust.user"), interval_s=30.0)
 CIRCUIT_OPEN_PAUSE_S = 0.05
+CUT_OFF_ROW = " (cut off)"  # suffix of the scenario's name in Locust's table for attempts cut off by the run's end
 
 
 class LLMRequestError(Exception):
@@ -177,13 +178,15 @@ class LLMUser(FastHttpUser):
         if facts["attempt"] > 1 or facts["hedge"]:
             facts["request_id"] = rt.next_request_id()
         outcome = self._send(target, conn, http, handle)
+        if handle is not None and handle.cut and outcome.status is ErrorClass.CANCELLED:
+            cut_off(outcome)
         self._requests += 1
         try:
             record = self._record(rt, target, outcome, facts, check)
         except Exception as exc:  # a bug of ours (or of a scenario check): still one counted attempt
             record = self._internal_error_record(rt, target, outcome, facts, exc)
         self._report(record)
-        self._after_attempt(outcome.fatal, outcome.unreachable)
+        self._after_attempt(outcome.fatal, outcome.unreachable, handle.cancelled.wait if handle else gevent.sleep)
         done = Attempt(target.name, facts["attempt"], record.status, outcome.t0, record.ttft_ms, record.e2e_ms)
         done.headers, done.hedge, done.value = outcome.headers, facts["hedge"], (record, outcome.result)
         return done
@@ -302,14 +305,17 @@ class LLMUser(FastHttpUser):
             error_message=user.error_message,
         )
 
-    def _after_attempt(self, fatal: str | None, unreachable: str | None = None) -> None:
-        """Tell the run's fatal-stop watch; after a failure that cannot heal, back off instead of spinning."""
+    def _after_attempt(
+        self, fatal: str | None, unreachable: str | None = None, wait: Callable[[float], Any] = gevent.sleep
+    ) -> None:
+        """Tell the run's fatal-stop watch; after a failure that cannot heal, back off instead of spinning (`wait`:
+        the attempt's cancel event, so a user stopped meanwhile does not hold up the end of the run)."""
         verdict = self.context.fatal.observe(fatal or unreachable)
         if verdict is not None:
             stop_run(self.context, verdict)
         self._fatal_streak = self._fatal_streak + 1 if fatal else 0
         if self._fatal_streak:
-            gevent.sleep(backoff_s(self._fatal_streak))
+            wait(backoff_s(self._fatal_streak))
 
     def _estimate_completion(self, outcome: Any, every: int) -> int | None:
         """tiktoken count of the output, after the stream ended and in a thread so other streams keep their timing.
@@ -317,7 +323,7 @@ class LLMUser(FastHttpUser):
         Always when the server sent no usage; for 1 in `every` requests otherwise, to measure the deviation."""
         result = outcome.result
         if result is None:
-            return 0 if outcome.status is ErrorClass.CANCELLED else None  # a hedge cancelled before any output
+            return 0 if outcome.status in UNJUDGED else None  # cancelled or cut off before any output
         has_usage = result.usage is not None and result.usage.completion_tokens is not None
         if has_usage and (every <= 0 or self._requests % every):
             return None
@@ -331,18 +337,21 @@ class LLMUser(FastHttpUser):
         """Every attempt to the run context (records, LLM statistics, sinks); to Locust's table every attempt but a
         hedge's cancelled loser: Locust knows only successes and failures, and the loser is neither (its user got an
         answer), so its failure would fail the run and its success would count a response no user got
-        (docs/failover.md, "Hedging")."""
+        (docs/failover.md, "Hedging"). An attempt cut off by the end of the run is neither either, but Locust's table
+        counts it, so that its count agrees with the summary and the records: as a success (the end of a run fails
+        nothing) in a row of its own, `SCENARIO (cut off)`, whose time is how long it ran (docs/metrics.md)."""
         if record.status is not ErrorClass.CANCELLED:
             self._fire_locust_request(record)
         self.context.record(record)
 
     def _fire_locust_request(self, record: RequestRecord) -> None:
         exc = None
-        if record.status is not ErrorClass.OK:
+        if record.status not in (ErrorClass.OK, ErrorClass.CUT_OFF):
             exc = LLMRequestError(f"{record.status.value}: {record.error_message or ''}".rstrip(": "))
+        cut = record.status is ErrorClass.CUT_OFF
         self.environment.events.request.fire(
             request_type=record.endpoint,
-            name=record.scenario,
+            name=f"{record.scenario}{CUT_OFF_ROW}" if cut else record.scenario,
             response_time=record.e2e_ms or 0.0,
             response_length=record.response_bytes,
             response=None,
@@ -351,3 +360,14 @@ class LLMUser(FastHttpUser):
             start_time=record.start_unix_ns / 1e9,
             url=None,
         )
+
+
+def cut_off(outcome: StreamOutcome) -> None:
+    """An attempt cancelled because its user was stopped (the run ended, a ramp-down): `cut_off`, with how long it
+    ran and what arrived; its tokens and cost count as a hedge loser's do."""
+    took = (outcome.e2e_ms or 0.0) / 1000.0
+    outcome.status = ErrorClass.CUT_OFF
+    outcome.message = (
+        f"cut off by the end of the run {took:.1f} s after it was sent, {len(outcome.output_stamps_ms)} output "
+        "events in (its user was stopped)"
+    )

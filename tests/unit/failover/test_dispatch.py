@@ -207,8 +207,9 @@ def test_a_hedge_answering_after_the_primary_failed_did_not_win_a_race() -> None
 def race_until_killed(kill_at_first_output: bool) -> tuple[list[tuple[str, ErrorClass]], list[gevent.Greenlet]]:
     """A user whose greenlet is killed mid-race (Locust stopping it at the end of a run): the primary never answers,
     the hedge streams for 5 s. With `kill_at_first_output` the kill comes with the hedge's first token, before the
-    user could cancel the loser; else while neither attempt has output. Returns the attempts that ran to their record
-    and every attempt greenlet."""
+    user could cancel the loser; else while neither attempt has output. Like a real stream, an attempt ends as soon as
+    it is cancelled, `cut_off` when its user was stopped. Returns the attempts that ran to their record and every
+    attempt greenlet."""
     d = Dispatcher(pool("primary", "secondary", hedge_after_ms=20.0, retry=RetryConfig(budget=1.0)))
     recorded: list[tuple[str, ErrorClass]] = []
     spawned: list[gevent.Greenlet] = []
@@ -218,16 +219,13 @@ def race_until_killed(kill_at_first_output: bool) -> tuple[list[tuple[str, Error
         assert handle is not None
         spawned.append(gevent.getcurrent())
         t0 = time.perf_counter()
-        status = OK
-        if name == "primary":
-            status = ErrorClass.CANCELLED if handle.cancelled.wait(5.0) else OK
-            gevent.sleep(0.01)  # building the record yields, as the real one may
-        else:
+        if name == "secondary":
             gevent.sleep(0.01)
             if kill_at_first_output:
                 handle.first_output()
                 user[0].kill(block=False)
-            gevent.sleep(5.0)
+        status = ended(handle, 5.0)
+        gevent.sleep(0.01)  # building the record yields, as the real one may
         recorded.append((name, status))
         return Attempt(name, number, status, t0, None, 1.0, hedge=hedge)
 
@@ -240,12 +238,41 @@ def race_until_killed(kill_at_first_output: bool) -> tuple[list[tuple[str, Error
     return recorded, spawned
 
 
-def test_a_loser_cancelled_as_the_user_stops_is_still_recorded() -> None:
+def ended(handle: Handle, stream_s: float) -> ErrorClass:
+    """A fake stream of `stream_s` that ends at once when cancelled, as a real one does (its socket is closed)."""
+    if not handle.cancelled.wait(stream_s):
+        return OK
+    return ErrorClass.CUT_OFF if handle.cut else ErrorClass.CANCELLED
+
+
+def test_a_loser_cancelled_as_the_user_stops_is_still_recorded_and_the_leader_cut_off() -> None:
+    started = time.perf_counter()
     recorded, spawned = race_until_killed(kill_at_first_output=True)
-    assert recorded == [("primary", ErrorClass.CANCELLED)]  # the hedge's stream was cut, as a lone attempt's is
-    assert all(g.dead for g in spawned)
+    assert sorted(recorded) == [("primary", ErrorClass.CANCELLED), ("secondary", ErrorClass.CUT_OFF)]
+    assert all(g.dead for g in spawned) and time.perf_counter() - started < 0.5
 
 
-def test_a_race_undecided_as_the_user_stops_leaves_no_attempt_running() -> None:
+def test_a_race_undecided_as_the_user_stops_cuts_off_every_attempt() -> None:
     recorded, spawned = race_until_killed(kill_at_first_output=False)
-    assert recorded == [] and len(spawned) == 2 and all(g.dead for g in spawned)
+    assert sorted(recorded) == [("primary", ErrorClass.CUT_OFF), ("secondary", ErrorClass.CUT_OFF)]
+    assert len(spawned) == 2 and all(g.dead for g in spawned)
+
+
+def test_a_lone_attempt_in_flight_as_the_user_stops_is_cut_off_and_recorded() -> None:
+    """The single path (one endpoint, no retry, no breaker): the attempt runs in its own greenlet, so Locust's kill of
+    the user cuts it off instead of tearing its stream apart, and it still records itself."""
+    d = Dispatcher(pool("only", retry=RetryConfig(max_attempts=1), breaker=BreakerConfig(failures=0, failure_rate=0)))
+    assert d.only == "only"
+    recorded: list[ErrorClass] = []
+
+    def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+        assert handle is not None
+        recorded.append(ended(handle, 5.0))
+        return Attempt(name, number, recorded[-1], time.perf_counter())
+
+    user = gevent.spawn(d.send, attempt)
+    gevent.sleep(0.02)
+    started = time.perf_counter()
+    user.kill(block=True, timeout=3.0)
+    assert user.dead and recorded == [ErrorClass.CUT_OFF] and time.perf_counter() - started < 0.5
+    assert d.send(lambda *a: Attempt("only", 1, OK, 0.0)).answered.status is OK  # an attempt that ends: its answer
