@@ -65,11 +65,14 @@ class ErrorClass(StrEnum):
     CIRCUIT_OPEN = "circuit_open"  # every endpoint's breaker refused: the user-visible request failed unsent
     HTTP_REDIRECT = "http_redirect"  # a 3xx: redirects are not followed (--host should name the final URL)
     HTTP_INVALID_STATUS = "http_invalid_status"  # a status code outside 100-599: no HTTP class says what it means
+    CUT_OFF = "cut_off"  # still running when its user was stopped (the run ended): counted, not an error
 
     @property
     def is_error(self) -> bool:
-        """Counts as an error: anything but a success and a hedge's cancelled loser (its user got an answer)."""
+        """Counts as an error: anything but a success, a hedge's cancelled loser (its user got an answer) and an attempt
+        cut off by the end of the run (not the server's doing)."""
         return self not in NOT_ERRORS
 
 
-NOT_ERRORS = frozenset({ErrorClass.OK, ErrorClass.CANCELLED})  # the one rule: docs/metrics.md, "Error classes"
+# the one rule: docs/metrics.md, "Error classes"
+NOT_ERRORS = frozenset({ErrorClass.OK, ErrorClass.CANCELLED, ErrorClass.CUT_OFF})
