@@ -19,6 +19,8 @@ What counts where:
   ratio is the tokens the usage counts per output event, which with the stream tail explains TPOT against stream TPOT.
 - `cancelled` counts hedges' losers (docs/failover.md, "Hedging"): attempts, with their tokens and cost, but not
   errors (`failed` leaves them out, `errors` has no class for them) and, having no complete answer, no timings.
+- `cut_off` attempts (still running when the run ended) are listed in `errors` by their class, with their tokens
+  and cost, but `failed` leaves them out: the end of a run is not an error of the server.
 - `good` counts successful attempts that met the run's per-request SLO (goodput; 0 when the run has none).
 - `usage_rejected` counts attempts whose server usage held a count that was not sane (negative, fractional, absurdly
   large, not a number): those counts were replaced by our estimate.
@@ -136,8 +138,9 @@ class LLMStatsEntry:
 
     @property
     def failed(self) -> int:
-        """Attempts that went wrong: neither ok nor a hedge's cancelled loser (its user got the winner's answer)."""
-        return self.requests - self.ok - self.cancelled
+        """Attempts that went wrong: neither ok, nor a hedge's cancelled loser (its user got the winner's answer), nor
+        cut off by the end of the run (listed in `errors` as `cut_off`, to be seen, but not the server's doing)."""
+        return self.requests - self.ok - self.cancelled - self.errors.get(ErrorClass.CUT_OFF.value, 0)
 
     def histograms(self) -> Iterator[tuple[str, Histogram]]:
         for name in HISTOGRAMS:
