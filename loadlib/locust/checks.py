@@ -3,12 +3,15 @@ embedded mock's settings, the InfluxDB sink, the scenarios' data, and every file
 line and exit code 2, before any request and before the mock starts (loadlib.locust.install calls `check_run`).
 
 Output paths: a path whose parent is a file, a directory that cannot be written, or a directory given as a file name
-is refused; missing parent directories are created, and said so when they lie outside the current directory.
+is refused; missing parent directories are created, and said so when they lie outside the current directory. A file
+is then created (and removed) beside each output, since root passes every permission check yet cannot create files in
+/sys or /proc: only an attempt tells, and found after the run the results would be lost.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -94,8 +97,13 @@ def check_output_path(flag: str, template: str, worker: str = "master") -> str |
         raise ConfigError(f"{flag} {template}: {existing} is a file, not a directory")
     if not os.access(existing, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise ConfigError(f"{flag} {template}: cannot write there (permission denied)")
-    if existing == path.parent:
-        return None
+    note = None if existing == path.parent else _make_parents(flag, template, path)
+    try_writing(flag, template, path)
+    return note
+
+
+def _make_parents(flag: str, template: str, path: Path) -> str | None:
+    """Create the missing parents of `path`; a note when they lie outside the current directory."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -103,3 +111,19 @@ def check_output_path(flag: str, template: str, worker: str = "master") -> str |
     if Path.cwd() in path.parent.parents or Path.cwd() == path.parent:
         return None
     return f"loadlib: created {path.parent} for {flag} (outside the current directory)"
+
+
+def try_writing(flag: str, template: str, path: Path) -> None:
+    """Create and remove a hidden file beside `path`, and open an existing regular `path` for appending (nothing is
+    written, nothing truncated): what os.access cannot tell, e.g. for root, who passes it even in /sys or /proc."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=".loadlib-check-")
+        try:
+            os.close(fd)
+        finally:
+            os.unlink(probe)
+        if path.is_file():
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"{flag} {template}: cannot create a file in {path.parent} ({reason})") from None

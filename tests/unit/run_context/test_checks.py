@@ -42,3 +42,19 @@ def test_endpoint_checks_name_the_problem() -> None:
     with pytest.raises(ConfigError, match="--arrival-rate"):
         check_endpoint(parsed("--arrival-rate", "-2"), "http://127.0.0.1:9/v1")
     assert check_run(parsed(), "http://127.0.0.1:9/v1") == []
+
+
+@pytest.mark.skipif(not Path("/proc/version").is_file(), reason="needs Linux's /proc")
+def test_a_folder_that_refuses_new_files_is_found_at_start_up() -> None:
+    """os.access lets root write anywhere; /proc takes no new file whoever asks, which only an attempt shows."""
+    for path in ("/proc/s.json", "/proc/version"):
+        with pytest.raises(ConfigError, match=f"--llm-summary {path}: cannot .*"):
+            check_output_path("--llm-summary", path)
+
+
+def test_the_write_check_leaves_nothing_behind(tmp_path: Path) -> None:
+    (tmp_path / "kept.json").write_text("previous run")
+    assert check_output_path("--llm-summary", str(tmp_path / "kept.json")) is None
+    check_output_path("--llm-records", str(tmp_path / "new" / "r.jsonl"))
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["kept.json", "new"]
+    assert (tmp_path / "kept.json").read_text() == "previous run"
