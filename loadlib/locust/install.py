@@ -28,6 +28,7 @@ from loadlib.locust import handshake, progress
 from loadlib.locust.abort import AbortWatch
 from loadlib.locust.checks import PLACEHOLDER_HOST, check_output_path, check_outputs, check_run
 from loadlib.locust.context import RunContext, context
+from loadlib.locust.csv_final import write_final_csv
 from loadlib.locust.drills import DRILL_MESSAGE, DrillDriver, mock_base_url, start_pool_mocks, stop_mocks
 from loadlib.locust.embedded_mock import start_embedded_mock
 from loadlib.locust.report_out import records_for_report, write_report
@@ -355,6 +356,7 @@ def on_quit(ctx: RunContext) -> None:
     ctx.close()
     if ctx.is_worker or ctx.options is None:
         return
+    write_final_csv(ctx.environment, getattr(ctx.options, "csv_prefix", None))  # Locust's own misses the last second
     if ctx.stopped_at is None:
         ctx.stopped_at = time.time()
     summary = ctx.final_summary if ctx.final_summary is not None else ctx.summary()
