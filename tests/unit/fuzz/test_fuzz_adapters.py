@@ -45,6 +45,7 @@ from loadlib.providers.registry import get_adapter
 from loadlib.records.build import build_record
 from loadlib.records.pricing import PriceTable
 from loadlib.records.record import RequestRecord
+from loadlib.transport.status import head_verdict
 from loadlib.transport.stream import MAX_ERROR_BODY, StreamOutcome
 from tests.support.records import IDENTITY
 from tests.support.wire import call, http_head
@@ -367,6 +368,8 @@ def expect(case: fz.WireCase) -> Expected:
         expected = Expected(ErrorClass.UNSUPPORTED_API)
     elif case.kind == "json":
         expected = expect_body(adapter, case.body)
+    elif verdict := head_verdict(case.status, None, None, None, ""):  # a 3xx or an invalid code: the head decides
+        expected = Expected(*verdict)
     else:
         err = adapter.classify_error(case.status, case.body[:MAX_ERROR_BODY])
         expected = Expected(err.error_class, err.message)
