@@ -92,7 +92,7 @@ class AnthropicParser:
                 return 0  # a proxy's OpenAI-style sentinel after a Messages stream: nothing to read
             if event == b"error":
                 return self._record_error(data.decode("utf-8", "replace"))
-            raise MalformedEventError(f"messages event is not JSON ({len(data)} bytes)") from None
+            raise MalformedEventError(errors_body.not_json("messages event", data)) from None
         if type(obj) is not dict:
             raise MalformedEventError("messages event is not a JSON object")
         etype = obj.get("type") or event.decode("ascii", "replace")
@@ -271,7 +271,7 @@ class AnthropicAdapter:
         try:
             obj = orjson.loads(body)
         except orjson.JSONDecodeError:
-            raise MalformedEventError(f"messages body is not JSON ({len(body)} bytes)") from None
+            raise MalformedEventError(errors_body.not_json("messages body", body)) from None
         if not isinstance(obj, dict):
             raise MalformedEventError("messages body is not a JSON object")
         if obj.get("type") == "error":

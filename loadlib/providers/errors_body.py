@@ -85,6 +85,21 @@ def _body_text(body: bytes) -> str | None:
     return stripped[:1000].decode("utf-8", "replace")
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def not_json(what: str, data: bytes) -> str:
+    """Why `data` (an event's or a body's) did not decode, named when the bytes tell: gzip, or invalid UTF-8 and where
+    (orjson says neither), so a user knows whether a proxy compressed the body or a server cut a character in two."""
+    if data[:2] == GZIP_MAGIC:
+        return f"{what} is gzip-compressed, not JSON ({len(data)} bytes)"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"{what} is not JSON: invalid UTF-8 at byte {exc.start} of {len(data)}"
+    return f"{what} is not JSON ({len(data)} bytes)"
+
+
 def is_context_length(*parts: str | None) -> bool:
     text = " ".join(p for p in parts if p).lower()
     return any(phrase in text for phrase in _CONTEXT_PHRASES)

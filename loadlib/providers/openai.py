@@ -137,7 +137,7 @@ class OpenAIChatParser:
         try:
             obj = _loads(data)
         except _JSONDecodeError:
-            raise MalformedEventError(f"chat completion event is not JSON ({len(data)} bytes)") from None
+            raise MalformedEventError(errors_body.not_json("chat completion event", data)) from None
         if type(obj) is not dict:
             raise MalformedEventError("chat completion event is not a JSON object")
         if self._id is None or self._model is None:
@@ -418,7 +418,7 @@ class OpenAIAdapter:
         try:
             obj = orjson.loads(body)
         except orjson.JSONDecodeError:
-            raise MalformedEventError(f"chat completion body is not JSON ({len(body)} bytes)") from None
+            raise MalformedEventError(errors_body.not_json("chat completion body", body)) from None
         if not isinstance(obj, dict):
             raise MalformedEventError("chat completion body is not a JSON object")
         choices = obj.get("choices")
