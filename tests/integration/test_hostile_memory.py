@@ -1,0 +1,44 @@
+"""A firehose stream's memory is bounded by the response cap (docs/metrics.md, "Memory"): a real Locust process
+against the hostile server's firehose-tiny (the most output events per MiB), at a 16 MiB cap. Its ITL list is capped
+at 4,096 gaps per record while the rest reach the statistics, so the process stays within the stated per-stream cost
+above its idle size. Numbers are printed (run with -s to see them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loadlib.transport.stream import MAX_ITL
+from tests.integration.hostile_runs import Hostile, LiveRun, records
+from tests.integration.locust_runs import headless, locust_cmd
+
+pytestmark = pytest.mark.integration
+CAP_MIB = 16
+# Locust with loadlib idle (~110 MiB here) plus one stream at the documented worst case per MiB of response (1.4 for
+# firehose-tiny: the text fragments the parser keeps), with room for the allocator's slack on a busy 2-core box.
+RSS_BOUND_MIB = 110 + 1.4 * CAP_MIB + 60
+
+
+@pytest.fixture
+def firehose() -> Iterator[Hostile]:
+    server = Hostile("firehose-tiny")
+    yield server
+    server.stop()
+
+
+def test_a_firehose_stream_stays_within_its_memory_bound(firehose: Hostile, tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    args = ["--host", firehose.url + "/v1", "--llm-api-key-env", "none", "--llm-max-response-mb", str(CAP_MIB)]
+    run = LiveRun(locust_cmd(*headless(1, 5), *args, "--llm-records", str(path)), sample_s=0.05)
+    try:
+        rc = run.wait(60)
+    finally:
+        run.close()
+    recs = records(path)
+    print(f"\nfirehose-tiny, 1 user, -t 5s, cap {CAP_MIB} MiB: {len(recs)} records, peak RSS {run.peak_rss >> 20} MiB")
+    assert rc in (0, 1) and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert recs and {r["status"] for r in recs} == {"oversized"}
+    assert all(len(r["itl_ms"]) <= MAX_ITL and r["output_events"] > 100_000 for r in recs)
+    assert run.peak_rss < RSS_BOUND_MIB * (1 << 20)
