@@ -1,7 +1,7 @@
 """Failures that cannot heal by themselves (a certificate nobody trusts, a host name that does not resolve, a key the
-endpoint refuses, a path or model it does not have): users back off instead of spinning, and a run whose first
-seconds show nothing else stops with one line naming the cause. Pure logic; the Locust side is in
-loadlib.locust.install."""
+endpoint refuses, a path or model it does not have, a redirect: --host is not the final URL): users back off instead
+of spinning, and a run whose first seconds show nothing else stops with one line naming the cause. Pure logic; the
+Locust side is in loadlib.locust.install."""
 
 from __future__ import annotations
 
