@@ -1,0 +1,105 @@
+"""Impossible usage from a real server process (loadlib.mock.hostile_usage) through a real Locust run: each response
+of the `impossible-usage` mix is `ok` with `usage_rejected` naming the fields and values (docs/metrics.md, "Tokens
+and cost"), Locust's table, the summary and the records count the same attempts, and no cost is computed from the
+impossible numbers (cached_tokens 1,000,000 of a 10-token prompt priced a run 16,700 times too high, issue 23)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from loadlib.mock.hostile_usage import COMPLETION, PROMPT
+from loadlib.records.pricing import PriceTable
+from tests.integration.hostile_runs import Hostile, LiveRun, records
+from tests.integration.locust_runs import headless, locust_cmd
+
+pytestmark = pytest.mark.integration
+
+RUN_S = 4
+END_MARGIN_S = 1.0  # the run ends within this of its -t
+RSS_BOUND_MIB = 400  # peak RSS of a 2-user Locust process on short, well-formed streams
+MODEL = "gpt-4o"  # priced, so every record has a cost
+PRICE = PriceTable.load(None).price(MODEL)
+REASONS = {  # what each response of the mix must be rejected with; the control is not rejected at all
+    "impossible-cached": f"usage.prompt_tokens_details.cached_tokens=1000000 > usage.prompt_tokens={PROMPT}",
+    "impossible-reasoning": "usage.completion_tokens_details.reasoning_tokens=500"
+    f" > usage.completion_tokens={COMPLETION}",
+    "total-mismatch": f"usage.total_tokens=99 != usage.prompt_tokens={PROMPT} + usage.completion_tokens={COMPLETION}",
+    "possible-usage": None,
+}
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Hostile]]:
+    started: list[Hostile] = []
+    yield started
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def live() -> Iterator[Callable[..., LiveRun]]:
+    runs: list[LiveRun] = []
+
+    def start(*args: str) -> LiveRun:
+        runs.append(LiveRun(locust_cmd(*args)))
+        return runs[-1]
+
+    yield start
+    for run in runs:
+        run.close()
+
+
+def test_impossible_usage_is_rejected_named_counted_and_never_priced(servers, live, tmp_path: Path) -> None:
+    servers.append(Hostile("impossible-usage"))
+    path, summary, prefix = tmp_path / "records.jsonl", tmp_path / "summary.json", tmp_path / "locust"
+    target = ["--host", servers[0].url + "/v1", "--llm-api-key-env", "none", "--llm-model", MODEL]
+    outputs = ["--llm-records", str(path), "--llm-summary", str(summary), "--json-file", str(prefix)]
+    run = live(*target, *headless(2, RUN_S), *outputs)
+    ramp = run.line_at("Ramping to", 60)
+    rc = run.wait(60)
+    assert run.ended_at is not None
+    recs = records(path)
+    total = json.loads(summary.read_text())["total"]
+    locust_count = sum(entry["num_requests"] for entry in json.loads(Path(f"{prefix}.json").read_text()))
+    kinds = Counter(kind_of(r) for r in recs)
+    print(
+        f"\nimpossible-usage -t {RUN_S}s -u 2: ended {run.ended_at - ramp:.2f} s after 'Ramping to', peak RSS "
+        f"{run.peak_rss / 2**20:.0f} MiB; Locust {locust_count}, summary {total['count']}, records {len(recs)}: "
+        f"{dict(kinds)}; usage_rejected {total['usage_rejected']}, cost ${total['cost_usd']:.6f}"
+    )
+    assert run.ended_at - ramp <= RUN_S + END_MARGIN_S
+    assert run.peak_rss < RSS_BOUND_MIB << 20
+    assert rc == 0 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert locust_count == total["count"] == len(recs) > 0
+    assert set(kinds) == set(REASONS), kinds
+    assert total["usage_rejected"] == sum(n for kind, n in kinds.items() if REASONS[kind]) > 0
+    for r in recs:
+        check_record(r)
+    assert total["cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in recs))
+
+
+def kind_of(r: dict) -> str:
+    """The behaviour the response came from: the server's id is NAME-N."""
+    return r["server_request_id"].rsplit("-", 1)[0]
+
+
+def check_record(r: dict) -> None:
+    """ok, rejected with the documented reason, and priced from the counts kept (or the estimates), never from the
+    impossible ones: at most what the prompt and completion it holds cost at the full input and output prices."""
+    kind = kind_of(r)
+    assert r["status"] == "ok" and r["error_message"] is None, r
+    assert r["usage_rejected"] == REASONS[kind], r
+    if kind == "impossible-cached":
+        assert r["cached_prompt_tokens"] is None and r["prompt_tokens"] is None and r["completion_tokens"] == COMPLETION
+    if kind == "possible-usage":
+        assert (r["prompt_tokens"], r["cached_prompt_tokens"], r["reasoning_tokens"]) == (PROMPT, PROMPT, COMPLETION)
+    prompt = r["prompt_tokens"] if r["prompt_tokens"] is not None else r["prompt_tokens_est"]
+    completion = r["completion_tokens"] if r["completion_tokens"] is not None else r["completion_tokens_est"]
+    assert prompt is not None and completion is not None, r
+    bound = (prompt * PRICE.input + completion * PRICE.output) / 1_000_000
+    assert r["cost_usd"] is not None and 0 < r["cost_usd"] <= bound * (1 + 1e-9), (r["cost_usd"], bound, r)
