@@ -74,10 +74,12 @@ def test_impossible_usage_is_rejected_named_counted_and_never_priced(servers, li
     )
     assert run.ended_at - ramp <= RUN_S + END_MARGIN_S
     assert run.peak_rss < RSS_BOUND_MIB << 20
-    assert rc == 0 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert rc in (0, 1) and "Traceback" not in run.stderr, run.stderr[-3000:]
     assert locust_count == total["count"] == len(recs) > 0
     assert set(kinds) == set(REASONS), kinds
-    assert total["usage_rejected"] == sum(n for kind, n in kinds.items() if REASONS[kind]) > 0
+    statuses = Counter(r["status"] for r in recs)
+    assert statuses["ok"] >= len(recs) - 2 and set(statuses) <= {"ok", "cut_off"}, statuses  # -t ends 2 streams
+    assert total["usage_rejected"] == sum(1 for r in recs if r["usage_rejected"]) >= len(recs) // 2
     for r in recs:
         check_record(r)
     assert total["cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in recs))
@@ -90,13 +92,17 @@ def kind_of(r: dict) -> str:
 
 def check_record(r: dict) -> None:
     """ok, rejected with the documented reason, and priced from the counts kept (or the estimates), never from the
-    impossible ones: at most what the prompt and completion it holds cost at the full input and output prices."""
+    impossible ones: at most what the prompt and completion it holds cost at the full input and output prices. A
+    stream the end of the run cut off (`cut_off`) was rejected only if its usage had arrived."""
     kind = kind_of(r)
-    assert r["status"] == "ok" and r["error_message"] is None, r
-    assert r["usage_rejected"] == REASONS[kind], r
-    if kind == "impossible-cached":
+    if r["status"] == "cut_off":
+        assert r["usage_rejected"] in (REASONS[kind], None), r
+    else:
+        assert r["status"] == "ok" and r["error_message"] is None, r
+        assert r["usage_rejected"] == REASONS[kind], r
+    if kind == "impossible-cached" and r["status"] == "ok":
         assert r["cached_prompt_tokens"] is None and r["prompt_tokens"] is None and r["completion_tokens"] == COMPLETION
-    if kind == "possible-usage":
+    if kind == "possible-usage" and r["status"] == "ok":
         assert (r["prompt_tokens"], r["cached_prompt_tokens"], r["reasoning_tokens"]) == (PROMPT, PROMPT, COMPLETION)
     prompt = r["prompt_tokens"] if r["prompt_tokens"] is not None else r["prompt_tokens_est"]
     completion = r["completion_tokens"] if r["completion_tokens"] is not None else r["completion_tokens_est"]
