@@ -23,6 +23,7 @@ from tests.integration.locust_runs import ROOT, env, free_port, load, locust_cmd
 pytestmark = pytest.mark.integration
 VERDICT = re.compile(r"^Verdict: ([A-Z ]+) \(exit code (\d+)\)(?:: (.*))?$", re.M)
 QUICK = ("--llm-mock", "ttft_ms=5,itl_ms=1,output_tokens=8")
+SLO_ON = ("--scenario-slo", "on")  # the suite turns the defaults off (conftest); these paths are about them
 RECORDS = ("--llm-records", "{tmp}/records-{worker}.jsonl")  # the file appears when the test starts
 NOTHING = "ttft{scenario=nosuch} p95"  # a threshold of the user's that no request can judge
 CALM = ("--llm-lag-threshold-ms", "5000", "--llm-cpu-threshold", "100")  # a busy box is not what these test
@@ -79,12 +80,12 @@ def paths(dead: str) -> list[ExitPath]:
         ExitPath("no thresholds, errors", (*no_slo, "--llm-mock", "fault=http_500,fault_rate=0.5"), "ERRORS", 1),
         ExitPath("fail", ("--llm-threshold", "requests > 1000000", *QUICK), "FAIL", 99, "requests > 1000000"),
         ExitPath("invalid", ("--llm-threshold", f"{NOTHING} < 1s", *QUICK), "INVALID", 3, NOTHING),
-        ExitPath("short run, defaults only", QUICK, "PASS", 0),
+        ExitPath("short run, defaults only", (*SLO_ON, *QUICK), "PASS", 0),
         ExitPath("interrupted", (*QUICK, *RECORDS), "INTERRUPTED", 130, during=interrupt, seconds=30),
         ExitPath("dead endpoint", ("--host", dead, "--llm-api-key-env", "none"), "FATAL", 2, dead, seconds=20),
         ExitPath(
             "dead endpoint, kept going",
-            ("--host", dead, "--llm-api-key-env", "none", "--llm-stop-on-fatal-s", "0"),
+            ("--host", dead, "--llm-api-key-env", "none", "--llm-stop-on-fatal-s", "0", *SLO_ON),
             "FAIL",
             99,
             "error_rate",
