@@ -137,7 +137,7 @@ def report(results: dict[tuple[str, int], tuple[int, int]], names: list[str], us
     peak = max(p for p, _ in results.values()) / MIB
     print(f"\nbaseline ({CONTROL}, 1 user): {base / MIB:.1f} MiB")
     print(f"worst per stream: {worst:.2f} MiB ({worst_at}); budget {per_stream_budget:g} MiB per stream")
-    print(f"worst process peak: {peak:.1f} MiB; budget {per_worker_budget:g} MiB per worker (1,000 streams)")
+    print(f"worst process peak: {peak:.1f} MiB; budget {per_worker_budget:g} MiB per worker (docs/metrics.md)")
     within = worst <= per_stream_budget and peak <= per_worker_budget
     print("within the documented budget" if within else "OVER the documented budget")
 
