@@ -34,9 +34,10 @@ fi
 if [ $# -gt 0 ]; then
   exec python -m pytest -q "$@"
 fi
-# Integration tests one at a time: they time real processes on this machine's cores. Unit tests are pure CPU with no
-# timing in them, so they share both cores (pytest-xdist); together the suite stays well inside CI's 15 minutes.
+# Integration tests one at a time: they time real processes on this machine's cores. Unit tests run in one process
+# too: Locust monkey-patches threading when a test imports it, and pytest-xdist's workers then wait on gevent locks
+# that their own reader thread cannot wake (LoopExit, a crashed worker) once enough tests import Locust.
 rc=0
 python -m pytest -q --durations=15 tests/integration || rc=$?
-python -m pytest -q -n 2 --durations=5 tests/unit || rc=$?
+python -m pytest -q --durations=5 tests/unit || rc=$?
 exit $rc
