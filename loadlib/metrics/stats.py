@@ -19,8 +19,9 @@ What counts where:
   ratio is the tokens the usage counts per output event, which with the stream tail explains TPOT against stream TPOT.
 - `cancelled` counts hedges' losers (docs/failover.md, "Hedging"): attempts, with their tokens and cost, but not
   errors (`failed` leaves them out, `errors` has no class for them) and, having no complete answer, no timings.
-- `cut_off` attempts (still running when the run ended) are listed in `errors` by their class, with their tokens
-  and cost, but `failed` leaves them out: the end of a run is not an error of the server.
+- `cut_off` counts attempts still running when the run ended (cut by it): attempts, with their tokens and cost so
+  far, but not errors (the end of a run is not the server's doing: `failed` leaves them out, `errors` has no class
+  for them) and, having no complete answer, no timings.
 - `good` counts successful attempts that met the run's per-request SLO (goodput; 0 when the run has none).
 - `usage_rejected` counts attempts whose server usage held a count that was not sane (negative, fractional, absurdly
   large, not a number): those counts were replaced by our estimate.
@@ -56,6 +57,7 @@ COUNTERS = (
     "requests",
     "ok",
     "cancelled",
+    "cut_off",
     "prompt_tokens_total",
     "completion_tokens_total",
     "cached_prompt_tokens_total",
@@ -84,6 +86,7 @@ class LLMStatsEntry:
         "completion_tokens_total",
         "completion_usage_ratio",
         "cost_usd",
+        "cut_off",
         "decode_tps",
         "e2e_from_intended_ms",
         "e2e_ms",
@@ -139,8 +142,8 @@ class LLMStatsEntry:
     @property
     def failed(self) -> int:
         """Attempts that went wrong: neither ok, nor a hedge's cancelled loser (its user got the winner's answer), nor
-        cut off by the end of the run (listed in `errors` as `cut_off`, to be seen, but not the server's doing)."""
-        return self.requests - self.ok - self.cancelled - self.errors.get(ErrorClass.CUT_OFF.value, 0)
+        cut off by the end of the run (not the server's doing)."""
+        return self.requests - self.ok - self.cancelled - self.cut_off
 
     def histograms(self) -> Iterator[tuple[str, Histogram]]:
         for name in HISTOGRAMS:
@@ -286,6 +289,8 @@ def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord, good: bool 
             e.good += good
         elif r.status is ErrorClass.CANCELLED:
             e.cancelled += 1
+        elif r.status is ErrorClass.CUT_OFF:
+            e.cut_off += 1
         else:
             cls = r.status.value
             e.errors[cls] = e.errors.get(cls, 0) + 1

@@ -37,9 +37,9 @@ def build_summary(
     """One row per (scenario, endpoint), sorted, plus the total row and the client-saturation verdict.
 
     Top level: meta, duration_s, rows, total, client_saturated (None: not checked), client (Verdict.to_dict or None).
-    A row: name, scenario, endpoint, count, ok, cancelled (hedge losers, not errors), errors_total, error_rate,
-    errors {class: n}, latency_ms {ttft, ttfo, e2e, tpot, stream_tpot, stream_tail, itl: count/mean/p50/p95/p99/max;
-    first_event, ttfb: count/mean/p50/p95},
+    A row: name, scenario, endpoint, count, ok, cancelled (hedge losers, not errors), cut_off (still running at the end,
+    not errors), errors_total, error_rate, errors {class: n}, latency_ms {ttft, ttfo, e2e, tpot, stream_tpot,
+    stream_tail, itl: count/mean/p50/p95/p99/max; first_event, ttfb: count/mean/p50/p95},
     decode {tokens_per_event, tail_per_token_ms} (loadlib.metrics.decode), requests_per_s, ok_per_s,
     output_tokens_per_s (completion tokens of every attempt / duration_s), decode_tokens_per_s {p10, p50, p90},
     prompt/completion/cached_prompt token totals, cost_usd (None when nothing was priced), cost_per_1k_requests
@@ -84,6 +84,7 @@ def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> dict[s
         "count": e.requests,
         "ok": e.ok,
         "cancelled": e.cancelled,
+        "cut_off": e.cut_off,
         "errors_total": e.failed,
         "error_rate": _r(e.failed / e.requests, 6) if e.requests else None,
         "errors": dict(sorted(e.errors.items())),
@@ -197,6 +198,9 @@ def render_table(summary: dict[str, Any]) -> str:
         if errors:
             listed = ", ".join(f"{k} {v}" for k, v in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))
             out.append(f"errors by class, {r.get('name', '-')}: {listed}")
+    cut = (total or {}).get("cut_off")
+    if cut:
+        out.append(f"{cut} attempt{'s' * (cut != 1)} cut off by the end of the run (in count and cost, not errors)")
     unpriced = (total or {}).get("unpriced_requests")
     if unpriced:
         out.append(

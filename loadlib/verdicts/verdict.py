@@ -81,7 +81,7 @@ def _nothing_completed(summary: dict[str, Any]) -> list[str]:
     total = summary.get("total")
     if total is None or not summary.get("duration_s"):
         return []
-    cut = (total.get("errors") or {}).get("cut_off", 0)
+    cut = total.get("cut_off") or 0
     if (total.get("count") or 0) > cut:
         return []
     return [f"no attempt completed ({cut} cut off by the end of the run): nothing to judge"]

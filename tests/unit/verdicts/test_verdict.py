@@ -120,12 +120,12 @@ def test_without_a_verdict_locusts_rule_is_stated_with_its_code() -> None:
 
 
 def test_a_run_where_no_attempt_completed_is_invalid_even_without_thresholds() -> None:
-    cut = {"duration_s": 3.0, "total": {"count": 4, "errors": {"cut_off": 4}}}
+    cut = {"duration_s": 3.0, "total": {"count": 4, "cut_off": 4, "errors": {}}}
     outcome = verdict([], cut)
     assert outcome["status"] == "invalid" and outcome["exit_code"] == 3
     assert outcome["reasons"] == ["no attempt completed (4 cut off by the end of the run): nothing to judge"]
     assert verdict([result("a", True)], {"duration_s": 3.0, "total": {"count": 0, "errors": {}}})["status"] == "invalid"
-    one_done = {"duration_s": 3.0, "total": {"count": 5, "errors": {"cut_off": 4}}}
+    one_done = {"duration_s": 3.0, "total": {"count": 5, "cut_off": 4, "errors": {}}}
     assert verdict([], one_done) is None  # Locust's rule, as before
     never_started = {"duration_s": 0.0, "total": {"count": 0, "errors": {}}}  # a web UI closed before any test
     assert verdict([], never_started) is None
