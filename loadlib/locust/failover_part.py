@@ -13,7 +13,6 @@ import logging
 import time
 from typing import Any
 
-from loadlib.errors import ErrorClass
 from loadlib.failover.breaker import State, Transition
 from loadlib.failover.client_faults import ClientFault
 from loadlib.failover.dispatch import Delivery, Dispatcher
@@ -68,8 +67,8 @@ class FailoverPart(NodePart):
         if not self.active:
             return
         at = record.start_unix_ns / 1e9 + (record.e2e_ms or 0.0) / 1000.0
-        lost_hedge = record.status is ErrorClass.CANCELLED  # an attempt, not an error (docs/failover.md, "Hedging")
-        self.ledger.attempt(record.endpoint, record.ok or lost_hedge, at)
+        # a hedge's loser and an attempt the run's end cut off are attempts, not errors (ErrorClass.is_error)
+        self.ledger.attempt(record.endpoint, not record.status.is_error, at)
         self.ledger.quality(record.endpoint, record.status.value, record.output_tokens)
 
     def user_request(self, user: UserRequest, delivery: Delivery) -> None:
