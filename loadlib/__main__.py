@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from loadlib.options import help_parser, markdown
+from loadlib.options_help import help_parser, markdown
 
 USAGE = (
     "usage: python -m loadlib [--help | --markdown]      loadlib's Locust options\n"

@@ -61,7 +61,7 @@ class Option:
 
     def kwargs(self) -> dict[str, Any]:
         """argparse keyword arguments (Locust's parser also reads `env_var` and `include_in_web_ui`)."""
-        kw: dict[str, Any] = {"help": _argparse_text(self.help), "default": self.default, "env_var": self.env_var}
+        kw: dict[str, Any] = {"help": argparse_text(self.help), "default": self.default, "env_var": self.env_var}
         if self.flag_only:
             kw["action"] = "store_true"
         elif self.repeatable:
@@ -81,7 +81,7 @@ class JoinAction(argparse.Action):
         setattr(namespace, self.dest, f"{before}; {values}" if before and before != self.default else values)
 
 
-def _argparse_text(text: str) -> str:
+def argparse_text(text: str) -> str:
     """argparse formats help with %: a literal percent sign (as in 'error_rate < 1%') must be doubled."""
     return text.replace("%", "%%")
 
@@ -468,41 +468,3 @@ def add_arguments(parser: Any) -> None:
             action = group.add_argument(option.flag, **option.kwargs())
             action.include_in_web_ui = option.web_ui  # argument groups do not take Locust's keywords
             action.is_secret = action.is_required = action.is_multiple = False
-
-
-def help_parser() -> argparse.ArgumentParser:
-    """A parser that only prints help: every option, grouped, with its environment variable and default."""
-    out = argparse.ArgumentParser(
-        prog="python -m loadlib",
-        usage="locust -f locustfiles/<scenario>.py [LOCUST OPTIONS] [THE OPTIONS BELOW]",
-        description="Options loadlib adds to Locust. Each is accepted by every locustfile that uses LLMUser, on the "
-        "command line, in locust.conf / pyproject.toml [tool.locust], and as the environment variable shown. "
-        "Keys are never options: they come from the variable that --llm-api-key-env names. Locust's own options: "
-        "locust --help. Definitions of every metric: docs/metrics.md.",
-        add_help=False,
-    )
-    for title, options in groups():
-        group = out.add_argument_group(title)
-        for option in options:
-            default = "" if option.flag_only or option.default in ("", None) else f" (default: {option.default})"
-            text = _argparse_text(f"{option.help}{default} [{option.env_var}]")
-            group.add_argument(option.flag, help=text, action="store_true")
-    return out
-
-
-def markdown() -> str:
-    """docs/options.md: one table per group."""
-    lines = [
-        "# Options",
-        "",
-        "Generated from `loadlib/options.py` by `python -m loadlib --markdown` (a test keeps this file equal to it).",
-        "Every option works with every locustfile, on the command line, in `locust.conf` / `pyproject.toml",
-        "[tool.locust]`, and as the environment variable shown (`LLM_` + the name without `--` and `llm-`).",
-    ]
-    for title, options in groups():
-        lines += ["", f"## {title}", "", "| option | environment | default | what it does |", "|---|---|---|---|"]
-        for o in options:
-            default = "off" if o.flag_only else (f"`{o.default}`" if o.default not in ("", None) else "")
-            text = o.help.replace("|", "\\|")
-            lines.append(f"| `{o.flag}` | `{o.env_var}` | {default} | {text} |")
-    return "\n".join(lines) + "\n"

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from loadlib.options import OPTIONS, markdown
+from loadlib.options import OPTIONS
+from loadlib.options_help import markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])

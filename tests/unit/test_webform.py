@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from loadlib import options as reg
 from loadlib.locust.shapes import RampShape
 from loadlib.locust.webform import FIRST, RunFacts, extra_options, form_order, label, labels_script, run_facts
+from loadlib.options_help import help_parser
 from loadlib.scenarios import compliance, long_document, support_chat
 
 CHAT = RunFacts(scenarios=frozenset({"chat"}), slo=True)
@@ -104,5 +105,5 @@ def test_help_is_written_with_single_percent_signs():
     for option in reg.OPTIONS:
         assert "%%" not in option.help, option.flag
         assert option.kwargs()["help"].count("%%") == option.help.count("%"), option.flag
-    text = reg.help_parser().format_help()
+    text = help_parser().format_help()
     assert "CPU % above" in " ".join(text.split()) and "%%" not in text
