@@ -236,6 +236,9 @@ class LLMUser(FastHttpUser):
             verdict = check(outcome.result, record)
             if verdict is not None:
                 record = dataclasses.replace(record, status=verdict[0], error_message=rt.redact(verdict[1]))
+        recorded = getattr(check, "recorded", None)
+        if recorded is not None:  # in the attempt, not after chat() returns: the run's end may stop the user between
+            recorded(record, outcome.result)
         return record
 
     def _internal_error_record(

@@ -250,7 +250,8 @@ def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord, good: bool 
     end = None if start is None else start + (int(r.e2e_ms * 1e6) if r.e2e_ms is not None else 0)
     prompt_dev = deviation_pct(r.prompt_tokens, r.prompt_tokens_est)
     completion_dev = deviation_pct(r.completion_tokens, r.completion_tokens_est)
-    lag = r.schedule_lag_ms if r.intended_send_ms is not None else None
+    cut = r.status is ErrorClass.CUT_OFF  # no timings: not even its schedule lag (docs/metrics.md)
+    lag = r.schedule_lag_ms if r.intended_send_ms is not None and not cut else None
     rejected = r.usage_rejected is not None
     tpot_pair = (completion - 1, r.output_events - 1) if ok and r.tpot_ms is not None and completion else (0, 0)
     timings: list[tuple[str, float]] = []

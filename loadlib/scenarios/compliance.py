@@ -3,14 +3,16 @@
 Requests ask for structured output (OpenAI `response_format` json_schema, Anthropic a forced tool) at temperature 0.
 Every answer is parsed and validated against the case's schema (`schema_invalid` when it fails; `truncated` when it was
 cut at max_tokens). A share of cases (--compliance-repeat-share) is sent a second time at once and the two answers
-compared (`nondeterministic` when they differ). Every request appends one audit line (loadlib.outputs.audit): ids,
-model, tokens by usage and by estimate, cost, status, never the policy, the case or the answer.
+compared (`nondeterministic` when they differ). Every attempt appends one audit line (loadlib.outputs.audit), written
+as its record is made: ids, model, tokens by usage and by estimate, cost, status, never the policy, the case or the
+answer.
 """
 
 from __future__ import annotations
 
 from locust import task
 
+import functools
 import itertools
 import random
 from dataclasses import dataclass
@@ -23,6 +25,8 @@ from loadlib.locust.parts import NodePart
 from loadlib.metrics import scenarios as results
 from loadlib.outputs.audit import audit_line, output_digest
 from loadlib.outputs.jsonl import JsonlWriter, resolve_path
+from loadlib.providers.base import StreamResult
+from loadlib.records.record import RequestRecord
 from loadlib.scenarios.base import ScenarioSpec, ScenarioUser, positive, prompt_tokens
 from loadlib.scenarios.review import Review, canonical, compile_validator, structured_output
 
@@ -112,9 +116,10 @@ class ComplianceUser(ScenarioUser):
         self.rng = random.Random(10_000 + self.user_index)
 
     def _review(self, case: ComplianceCase, reference: bytes | None) -> Review:
-        review = Review(self.found, self.ctx.validators[id(case.schema)], reference)
+        audit = functools.partial(self._audit, case, reference is not None)
+        review = Review(self.found, self.ctx.validators[id(case.schema)], reference, audit)
         messages = [{"role": "system", "content": case.policy}, {"role": "user", "content": case.case}]
-        reply = self.chat(
+        self.chat(
             messages,
             prompt_tokens_est=prompt_tokens(("system", case.policy_tokens), ("user", case.case_tokens)),
             max_tokens=self.ctx.max_tokens,
@@ -123,17 +128,16 @@ class ComplianceUser(ScenarioUser):
             json_schema_name=SCHEMA_NAME,
             check=review,
         )
-        log = self.context.part(AuditPart).log
-        if log is not None:
-            log.add(
-                reply.record,
-                case_id=case.id,
-                case_kind=case.kind,
-                repeat=reference is not None,
-                output_sha256=output_digest(structured_output(reply.result)),
-            )
-            results.audit_written(self.found, str(log.path))
         return review
+
+    def _audit(self, case: ComplianceCase, repeat: bool, record: RequestRecord, result: StreamResult | None) -> None:
+        """One audit line per attempt, written as its record is made (Review.recorded)."""
+        log = self.context.part(AuditPart).log
+        if log is None:
+            return
+        digest = output_digest(structured_output(result))
+        log.add(record, case_id=case.id, case_kind=case.kind, repeat=repeat, output_sha256=digest)
+        results.audit_written(self.found, str(log.path))
 
     @task
     def review(self) -> None:

@@ -167,3 +167,9 @@ def wait_for_connected_child(niceness: int, timeout: float) -> bool:
                     return True
         time.sleep(0.05)
     return False
+
+
+def completed(recs: list[dict]) -> list[dict]:
+    """The attempts that ended by themselves: every record but the ones the end of the run cut off (`cut_off`, still
+    running when `-t`, a signal or a stop ended the test; docs/metrics.md, "Error classes")."""
+    return [r for r in recs if r.get("status") != "cut_off"]

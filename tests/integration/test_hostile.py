@@ -32,7 +32,7 @@ from loadlib.records.pricing import PriceTable
 from loadlib.transport.connection import Connection
 from loadlib.transport.stream import StreamOutcome, stream_call
 from tests.integration.hostile_runs import Hostile, LiveRun, records
-from tests.integration.locust_runs import ROOT, env, headless, locust_cmd
+from tests.integration.locust_runs import ROOT, completed, env, headless, locust_cmd
 
 pytestmark = pytest.mark.integration
 
@@ -107,7 +107,7 @@ def test_flood_run_ends_on_time_in_bounded_memory(hostile, live):
     )
     assert took <= 6 + END_MARGIN_S
     assert run.peak_rss < RSS_BOUND_MIB << 20
-    assert rc in (0, 1), run.stderr[-3000:]
+    assert rc in (0, 1, 3), run.stderr[-3000:]  # 3: no attempt completed, every one cut off by the end
     assert "Traceback" not in run.stderr
 
 
@@ -130,7 +130,7 @@ def test_flood_request_ends_at_the_total_limit(hostile, live, tmp_path):
     limits = ("--llm-timeout-total", "5", "--llm-max-response-mb", "100000")
     run = live(*target(server), *headless(2, 8), *limits, "--llm-records", str(path))
     rc, took = finished(run, 60)
-    recs = records(path)
+    recs = completed(records(path))
     low, high = e2e_bounds(recs) if recs else (0.0, 0.0)
     print(f"\nflood, --llm-timeout-total 5: {len(recs)} records, e2e {low:.1f}..{high:.1f} ms, run {took:.2f} s")
     assert len(recs) >= 2
@@ -166,7 +166,7 @@ def test_endless_line_under_raised_caps_ends_at_the_total_limit(hostile, live, t
     caps = ("--llm-max-line-mb", "200", "--llm-max-event-mb", "200", "--llm-timeout-total", "5")
     run = live(*target(server), *headless(2, 6), *caps, "--llm-records", str(path))
     rc, _ = finished(run, 60)
-    recs = records(path)
+    recs = completed(records(path))
     low, high = e2e_bounds(recs) if recs else (0.0, 0.0)
     statuses = Counter(r["status"] for r in recs)
     print(
@@ -388,7 +388,7 @@ def test_untrusted_certificate_stops_the_run(hostile, live, tmp_path):
     print(f"\nTLS untrusted: rc {rc} after {took:.2f} s, {len(recs)} requests, server {stats}; {error_lines(run)}")
     assert rc == 2 and took <= FATAL_STOP_S
     assert len(error_lines(run)) == 1 and "certificate" in error_lines(run)[0]
-    assert 0 < len(recs) < 50 and {r["status"] for r in recs} == {"connect_error"}
+    assert 0 < len(recs) < 50 and {r["status"] for r in completed(recs)} == {"connect_error"}
     assert stats["requests"] == 0 and stats["tls_failures"] > 0
 
 

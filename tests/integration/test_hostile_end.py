@@ -59,7 +59,11 @@ def test_streams_that_never_finish_are_cut_off_counted_everywhere_and_the_run_do
     assert len(recs) == USERS and {r["status"] for r in recs} == {"cut_off"}
     assert locust_count == csv_count == summary["total"]["count"] == len(recs)
     assert {e["name"] for e in table} == {"chat (cut off)"} and sum(e["num_failures"] for e in table) == 0
-    assert summary["total"]["cut_off"] == USERS and summary["total"]["errors"] == {} and summary["total"]["errors_total"] == 0
+    assert (
+        summary["total"]["cut_off"] == USERS
+        and summary["total"]["errors"] == {}
+        and summary["total"]["errors_total"] == 0
+    )
     for r in recs:
         assert r["error_message"].startswith("cut off by the end of the run")
         assert r["e2e_ms"] >= (SECONDS - 1) * 1000 and (r["completion_tokens"] or r["completion_tokens_est"]) > 0
