@@ -24,7 +24,7 @@ What counts where:
   for them) and, having no complete answer, no timings.
 - `good` counts successful attempts that met the run's per-request SLO (goodput; 0 when the run has none).
 - `usage_rejected` counts attempts whose server usage held a count that was not sane (negative, fractional, absurdly
-  large, not a number): those counts were replaced by our estimate.
+  large, not a number) or counts impossible together (cached above prompt...): those were replaced by our estimate.
 - Open-loop latency from the intended send time (E2E or TTFT plus schedule lag) takes successful attempts with an
   intended send time; schedule lag itself takes every such attempt, since it is the client's lateness.
 """

@@ -209,8 +209,9 @@ def render_table(summary: dict[str, Any]) -> str:
     rejected = (total or {}).get("usage_rejected")
     if rejected:
         out.append(
-            f"usage rejected on {rejected} request{'s' if rejected != 1 else ''} (counts that were not sane: "
-            "negative, fractional, huge or not numbers): tokens and cost use our tiktoken estimate there"
+            f"usage rejected on {rejected} request{'s' if rejected != 1 else ''} (counts that were not sane, "
+            "negative, fractional, huge or not numbers, or impossible together, e.g. cached above prompt): tokens "
+            "and cost use our tiktoken estimate there"
         )
     for r in rows:
         ol = r.get("open_loop")
