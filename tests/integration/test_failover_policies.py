@@ -39,14 +39,16 @@ def hedged_run(tmp_path: Path, seconds: int, **pool_extra: Any) -> tuple[Any, di
         }
         summary, recs, table = tmp_path / "s.json", tmp_path / "r.jsonl", tmp_path / "locust"
         outputs = ("--llm-summary", str(summary), "--llm-records", str(recs), "--json-file", str(table))
-        proc = run(locust_cmd(*headless(2, seconds), "--llm-pool", json.dumps(pool), *outputs), timeout=90)
+        graceful = ("--stop-timeout", "3")  # the request in flight at -t ends by itself: a stop mid-race is unit-tested
+        proc = run(locust_cmd(*headless(2, seconds), *graceful, "--llm-pool", json.dumps(pool), *outputs), timeout=90)
     return proc, load(summary), records(recs), json.loads(Path(f"{table}.json").read_text())
 
 
 def test_hedging_first_token_wins_and_the_loser_is_counted(tmp_path: Path) -> None:
     """The losers are attempts (records, LLM rows: cancelled, with their cost) but neither errors nor Locust
     requests; hedge wins are not failovers; so a run where nothing failed passes by Locust's own rule. Every winning
-    hedge has its loser's record, also for the requests in flight when the run stopped."""
+    hedge has its loser's record (users finish their request at -t here; a user stopped mid-race is
+    tests/unit/failover/test_dispatch.py's)."""
     proc, summary, recs, table = hedged_run(tmp_path, 5)
     assert proc.returncode == 0, proc.stderr[-3000:]
     users = summary["failover"]["user_requests"]
