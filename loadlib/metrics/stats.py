@@ -242,87 +242,99 @@ class LLMStats:
 def add_record(entries: tuple[LLMStatsEntry, ...], r: RequestRecord, good: bool = False) -> None:
     """Account one attempt in several entries (its key and the total), deriving each value once."""
     ok = r.status is ErrorClass.OK
-    prompt = r.input_tokens
-    completion = r.output_tokens
-    cached = r.cached_prompt_tokens
-    cost = r.cost_usd
+    devs = (
+        deviation_pct(r.prompt_tokens, r.prompt_tokens_est),
+        deviation_pct(r.completion_tokens, r.completion_tokens_est),
+    )
+    timings = _timings(r, ok, devs)
     start = r.start_unix_ns or None  # 0 means unknown
     end = None if start is None else start + (int(r.e2e_ms * 1e6) if r.e2e_ms is not None else 0)
-    prompt_dev = deviation_pct(r.prompt_tokens, r.prompt_tokens_est)
-    completion_dev = deviation_pct(r.completion_tokens, r.completion_tokens_est)
-    cut = r.status is ErrorClass.CUT_OFF  # no timings: not even its schedule lag (docs/metrics.md)
-    lag = r.schedule_lag_ms if r.intended_send_ms is not None and not cut else None
-    rejected = r.usage_rejected is not None
+    completion = r.output_tokens
     tpot_pair = (completion - 1, r.output_events - 1) if ok and r.tpot_ms is not None and completion else (0, 0)
-    timings: list[tuple[str, float]] = []
-    if ok:
-        for name in TIMING_FIELDS:
-            v = getattr(r, name)
-            if v is not None:
-                timings.append((name, v))
-        decode = r.decode_tokens_per_s
-        if decode is not None:
-            timings.append(("decode_tps", decode))
-        if prompt is not None:
-            timings.append(("prompt_tokens", float(prompt)))
-        if completion is not None:
-            timings.append(("completion_tokens", float(completion)))
-        if lag is not None:
-            if r.e2e_ms is not None:
-                timings.append(("e2e_from_intended_ms", r.e2e_ms + lag))
-            if r.ttft_ms is not None:
-                timings.append(("ttft_from_intended_ms", r.ttft_ms + lag))
-    if lag is not None:
-        timings.append(("schedule_lag_ms", lag))
-    if prompt_dev is not None:
-        timings.append(("prompt_dev_pct", abs(prompt_dev)))
-        if prompt_dev > -100.0:  # an estimate of 0 has no ratio
-            timings.append(("prompt_usage_ratio", 100.0 / (100.0 + prompt_dev)))
-    if completion_dev is not None:
-        timings.append(("completion_dev_pct", abs(completion_dev)))
-        if completion_dev > -100.0:
-            timings.append(("completion_usage_ratio", 100.0 / (100.0 + completion_dev)))
-
     for e in entries:
-        e.requests += 1
-        if ok:
-            e.ok += 1
-            e.good += good
-        elif r.status is ErrorClass.CANCELLED:
-            e.cancelled += 1
-        elif r.status is ErrorClass.CUT_OFF:
-            e.cut_off += 1
-        else:
-            cls = r.status.value
-            e.errors[cls] = e.errors.get(cls, 0) + 1
+        _count_outcome(e, r.status, good)
         for name, v in timings:
             getattr(e, name).record(v)
-        if prompt is not None:
-            e.prompt_tokens_total += prompt
-        if completion is not None:
-            e.completion_tokens_total += completion
-        if cached is not None:
-            e.cached_prompt_tokens_total += cached
-        if cost is not None:
-            e.cost_usd += cost
-            e.priced += 1
-        elif completion is not None:
-            e.unpriced += 1
-        if prompt_dev is not None and abs(prompt_dev) > DEVIATION_LIMIT_PCT:
-            e.prompt_dev_over_10pct += 1
-        if completion_dev is not None and abs(completion_dev) > DEVIATION_LIMIT_PCT:
-            e.completion_dev_over_10pct += 1
-        if rejected:
-            e.usage_rejected += 1
-        e.tpot_tokens += tpot_pair[0]
-        e.tpot_events += tpot_pair[1]
+        _add_totals(e, r, devs, tpot_pair)
         if start is not None and end is not None:
-            if e.first_start_unix_ns is None or start < e.first_start_unix_ns:
-                e.first_start_unix_ns = start
-            if e.last_end_unix_ns is None or end > e.last_end_unix_ns:
-                e.last_end_unix_ns = end
+            _widen_span(e, start, end)
     if ok:
         _add_itl(entries, r)
+
+
+def _timings(r: RequestRecord, ok: bool, devs: tuple[float | None, float | None]) -> list[tuple[str, float]]:
+    """The histogram values of one attempt: latencies and sizes of a successful one only; the schedule lag of any
+    attempt but one the run's end cut off (it has no timings at all); the usage deviations of any."""
+    cut = r.status is ErrorClass.CUT_OFF
+    lag = r.schedule_lag_ms if r.intended_send_ms is not None and not cut else None
+    timings = _success_timings(r, lag) if ok else []
+    if lag is not None:
+        timings.append(("schedule_lag_ms", lag))
+    for name, dev in zip(("prompt", "completion"), devs, strict=True):
+        if dev is not None:
+            timings.append((f"{name}_dev_pct", abs(dev)))
+            if dev > -100.0:  # an estimate of 0 has no ratio
+                timings.append((f"{name}_usage_ratio", 100.0 / (100.0 + dev)))
+    return timings
+
+
+def _success_timings(r: RequestRecord, lag: float | None) -> list[tuple[str, float]]:
+    timings = [(name, v) for name in TIMING_FIELDS if (v := getattr(r, name)) is not None]
+    for name, v in (("decode_tps", r.decode_tokens_per_s), ("prompt_tokens", r.input_tokens)):
+        if v is not None:
+            timings.append((name, float(v)))
+    if r.output_tokens is not None:
+        timings.append(("completion_tokens", float(r.output_tokens)))
+    if lag is not None:
+        if r.e2e_ms is not None:
+            timings.append(("e2e_from_intended_ms", r.e2e_ms + lag))
+        if r.ttft_ms is not None:
+            timings.append(("ttft_from_intended_ms", r.ttft_ms + lag))
+    return timings
+
+
+def _count_outcome(e: LLMStatsEntry, status: ErrorClass, good: bool) -> None:
+    """One attempt by how it ended: ok, a hedge's loser, cut off by the run's end, or an error of its class."""
+    e.requests += 1
+    if status is ErrorClass.OK:
+        e.ok += 1
+        e.good += good
+    elif status is ErrorClass.CANCELLED:
+        e.cancelled += 1
+    elif status is ErrorClass.CUT_OFF:
+        e.cut_off += 1
+    else:
+        e.errors[status.value] = e.errors.get(status.value, 0) + 1
+
+
+def _add_totals(
+    e: LLMStatsEntry, r: RequestRecord, devs: tuple[float | None, float | None], tpot_pair: tuple[int, int]
+) -> None:
+    """Token and cost totals, usage counters and the TPOT pair of one attempt."""
+    prompt, completion, cached, cost = r.input_tokens, r.output_tokens, r.cached_prompt_tokens, r.cost_usd
+    if prompt is not None:
+        e.prompt_tokens_total += prompt
+    if completion is not None:
+        e.completion_tokens_total += completion
+    if cached is not None:
+        e.cached_prompt_tokens_total += cached
+    if cost is not None:
+        e.cost_usd += cost
+        e.priced += 1
+    elif completion is not None:
+        e.unpriced += 1
+    e.prompt_dev_over_10pct += devs[0] is not None and abs(devs[0]) > DEVIATION_LIMIT_PCT
+    e.completion_dev_over_10pct += devs[1] is not None and abs(devs[1]) > DEVIATION_LIMIT_PCT
+    e.usage_rejected += r.usage_rejected is not None
+    e.tpot_tokens += tpot_pair[0]
+    e.tpot_events += tpot_pair[1]
+
+
+def _widen_span(e: LLMStatsEntry, start: int, end: int) -> None:
+    if e.first_start_unix_ns is None or start < e.first_start_unix_ns:
+        e.first_start_unix_ns = start
+    if e.last_end_unix_ns is None or end > e.last_end_unix_ns:
+        e.last_end_unix_ns = end
 
 
 def _add_itl(entries: tuple[LLMStatsEntry, ...], r: RequestRecord) -> None:
