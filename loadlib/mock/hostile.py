@@ -16,7 +16,6 @@ enough HTTP/1.1 to read a request, a thread per connection so no misbehaviour wa
 from __future__ import annotations
 
 import argparse
-import functools
 import itertools
 import json
 import shutil
@@ -181,29 +180,6 @@ def send_stream(x: Exchange, events: Iterable[bytes], pause_s: float = 0.0, *hea
         x.peer.send(chunk(data))
     x.peer.send(b"0\r\n\r\n")
     return True
-
-
-@functools.cache
-def flood_blocks() -> tuple[bytes, ...]:
-    """Sixteen ~64 KB chunks of distinct content events, built once: the flood costs the server no CPU."""
-    return tuple(_flood_block(seed) for seed in range(16))
-
-
-def _flood_block(seed: int) -> bytes:
-    """One chunk of as many content events as fit in WRITE_SIZE, numbered from the seed's range (varying text)."""
-    per_block = WRITE_SIZE // len(event(delta("t000000 ")))
-    first = seed * per_block
-    return chunk(b"".join(event(delta(f"t{i} ")) for i in range(first, first + per_block)))
-
-
-@behaviour("flood", "200 SSE, chunked: valid content events in ~64 KB writes, as fast as the socket takes, forever")
-def flood(x: Exchange) -> bool:
-    x.peer.send(head("200 OK", SSE, CHUNKED))
-    for block in itertools.cycle(flood_blocks()):
-        x.peer.send(block)
-        if x.rate:
-            time.sleep(len(block) / x.rate)
-    return False
 
 
 @behaviour("long-line", "200 SSE, close-delimited: `data: ` then a line of x that never ends (or after --line-mb)")
