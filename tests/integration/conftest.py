@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from influx_server import InfluxServer, find_influxd
+
+from tests.integration.hostile_runs import Hostile, LiveRun
+from tests.integration.locust_runs import locust_cmd
 
 os.environ["LLM_SCENARIO_SLO"] = "off"
 
@@ -38,3 +41,31 @@ def influx(influxd_binary: str, tmp_path: Path) -> Iterator[InfluxServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def hostile() -> Iterator[Callable[..., Hostile]]:
+    """Start hostile servers (`hostile("flood")`, loadlib.mock.hostile); every one is stopped after the test."""
+    servers: list[Hostile] = []
+
+    def start(behaviour: str, *args: str) -> Hostile:
+        servers.append(Hostile(behaviour, *args))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def live() -> Iterator[Callable[..., LiveRun]]:
+    """Start real Locust processes on locustfiles/chat.py (`live(*args, environ=...)`); killed after the test."""
+    runs: list[LiveRun] = []
+
+    def start(*args: str, environ: dict[str, str] | None = None) -> LiveRun:
+        runs.append(LiveRun(locust_cmd(*args), environ))
+        return runs[-1]
+
+    yield start
+    for run in runs:
+        run.close()

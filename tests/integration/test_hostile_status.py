@@ -11,7 +11,6 @@ import gevent
 import csv
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from loadlib.providers.registry import get_adapter
 from loadlib.transport.connection import Connection
 from loadlib.transport.stream import StreamOutcome, stream_call
 from tests.integration.hostile_runs import Hostile, LiveRun, records
-from tests.integration.locust_runs import headless, locust_cmd
+from tests.integration.locust_runs import completed, headless
 
 pytestmark = pytest.mark.integration
 
@@ -62,34 +61,6 @@ def documented(behaviour: str, url: str, n: int = 0) -> tuple[ErrorClass, str]:
         "gzip-unasked": (ErrorClass.MALFORMED_EVENT, UNASKED),
         "invalid-utf8-delta": (ErrorClass.MALFORMED_EVENT, utf8_message(n)),
     }[behaviour]
-
-
-@pytest.fixture
-def hostile() -> Iterator[Callable[..., Hostile]]:
-    """Start hostile servers (`hostile("status-999")`); every one is stopped after the test."""
-    servers: list[Hostile] = []
-
-    def start(behaviour: str, *args: str) -> Hostile:
-        servers.append(Hostile(behaviour, *args))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.stop()
-
-
-@pytest.fixture
-def live() -> Iterator[Callable[..., LiveRun]]:
-    """Start real Locust processes on locustfiles/chat.py; killed after the test."""
-    runs: list[LiveRun] = []
-
-    def start(*args: str) -> LiveRun:
-        runs.append(LiveRun(locust_cmd(*args)))
-        return runs[-1]
-
-    yield start
-    for run in runs:
-        run.close()
 
 
 def call(server: Hostile, conn: Connection | None = None) -> tuple[StreamOutcome, Connection]:
@@ -140,7 +111,7 @@ def test_a_redirect_stops_the_run_with_one_line_saying_where(hostile, live, tmp_
     print(f"\nredirect-301: rc {rc} after {took:.2f} s, {len(recs)} requests; {errors}")
     assert rc == 2 and took <= FATAL_STOP_S, run.stderr[-3000:]
     assert len(errors) == 1 and documented("redirect-301", server.url)[1] in errors[0]
-    assert recs and {(r["status"], r["http_status"]) for r in recs} == {("http_redirect", 301)}
+    assert recs and {(r["status"], r["http_status"]) for r in completed(recs)} == {("http_redirect", 301)}
 
 
 def test_a_run_of_all_five_ends_on_time_in_bounded_memory_and_counts_alike(hostile, live, tmp_path):

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from loadlib.mock.hostile_usage import COMPLETION, PROMPT
 from loadlib.records.pricing import PriceTable
-from tests.integration.hostile_runs import Hostile, LiveRun, records
-from tests.integration.locust_runs import headless, locust_cmd
+from tests.integration.hostile_runs import records
+from tests.integration.locust_runs import headless
 
 pytestmark = pytest.mark.integration
 
@@ -33,31 +32,10 @@ REASONS = {  # what each response of the mix must be rejected with; the control 
 }
 
 
-@pytest.fixture
-def servers() -> Iterator[list[Hostile]]:
-    started: list[Hostile] = []
-    yield started
-    for server in started:
-        server.stop()
-
-
-@pytest.fixture
-def live() -> Iterator[Callable[..., LiveRun]]:
-    runs: list[LiveRun] = []
-
-    def start(*args: str) -> LiveRun:
-        runs.append(LiveRun(locust_cmd(*args)))
-        return runs[-1]
-
-    yield start
-    for run in runs:
-        run.close()
-
-
-def test_impossible_usage_is_rejected_named_counted_and_never_priced(servers, live, tmp_path: Path) -> None:
-    servers.append(Hostile("impossible-usage"))
+def test_impossible_usage_is_rejected_named_counted_and_never_priced(hostile, live, tmp_path: Path) -> None:
+    server = hostile("impossible-usage")
     path, summary, prefix = tmp_path / "records.jsonl", tmp_path / "summary.json", tmp_path / "locust"
-    target = ["--host", servers[0].url + "/v1", "--llm-api-key-env", "none", "--llm-model", MODEL]
+    target = ["--host", server.url + "/v1", "--llm-api-key-env", "none", "--llm-model", MODEL]
     outputs = ["--llm-records", str(path), "--llm-summary", str(summary), "--json-file", str(prefix)]
     run = live(*target, *headless(2, RUN_S), *outputs)
     ramp = run.line_at("Ramping to", 60)
