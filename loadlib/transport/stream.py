@@ -170,9 +170,12 @@ def _classify_head(out: StreamOutcome, conn: Connection, req: HttpRequest, resp:
     status = resp.status_code
     if status in (401, 403, 404):
         out.fatal = _http_fatal(status, conn)
+    encoding = resp.get("content-encoding")
+    if 400 <= status < 600 or (200 <= status < 300 and not encoding):
+        return  # the body decides (nearly every response: nothing more is built per request)
     url = f"{conn.endpoint.scheme}://{conn.host}{req.path}"
     accept = header(req.headers, "accept-encoding")
-    verdict = head_verdict(status, resp.get("location"), resp.get("content-encoding"), accept, url)
+    verdict = head_verdict(status, resp.get("location"), encoding, accept, url)
     if verdict is not None:
         out.status, out.message = verdict
         if out.status is ErrorClass.HTTP_REDIRECT:
