@@ -41,6 +41,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.locust_runs import ROOT, free_port
 from tests.support.doc_commands import (
     OUTPUT_OPTIONS,
     Command,
@@ -72,7 +73,6 @@ from tests.support.doc_commands import (
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN_TIME = "10s"
 MAX_USERS = 10
@@ -530,13 +530,6 @@ def run_distributed(case: Case, tmp: Path) -> tuple[int | None, str]:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 stop_group(proc)
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def runnable(case: Case) -> bool:
