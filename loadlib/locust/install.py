@@ -328,9 +328,7 @@ def on_quitting(ctx: RunContext) -> None:
     ctx.sinks.close()
     if ctx.is_worker or ctx.options is None:
         return
-    if ctx.stopped_at is None and ctx.started_at is not None:
-        ctx.verdicts.interrupted = True  # quitting while the test runs: a signal, not -t, an abort or a stop
-    if ctx.stopped_at is None:
+    if ctx.stopped_at is None:  # an interruption was noted first (_note_interruption)
         ctx.stopped_at = time.time()
     ctx.final_summary = ctx.summary()
     outcome = ctx.final_summary.get("verdict") or _locust_rule(ctx)
