@@ -14,6 +14,7 @@ its own switch) unless --llm-progress locust or --print-stats asks for it.
 from __future__ import annotations
 
 import gevent
+from locust.runners import STATE_RUNNING, STATE_SPAWNING
 
 import atexit
 import logging
@@ -173,8 +174,12 @@ class Display:
             gevent.sleep(self.every_s)
 
     def _users(self) -> int:
-        self.users = self.ctx.user_count()
-        return self.users
+        """Users now; kept for the last view only while the test runs (a refresh as the run ends sees them stop)."""
+        users = self.ctx.user_count()
+        runner = self.ctx.environment.runner
+        if runner is None or runner.state in (STATE_SPAWNING, STATE_RUNNING):
+            self.users = users
+        return users
 
     def view(self, done: bool = False) -> view_of.View:
         """The run as it stands: counters now, thresholds and client as last judged (judged now when due)."""

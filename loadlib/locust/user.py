@@ -51,6 +51,7 @@ class LLMRequestError(Exception):
 
 
 Check = Callable[[StreamResult | None, RequestRecord], tuple[ErrorClass, str] | None]
+OnRecord = Callable[[RequestRecord, StreamResult | None], None]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -134,12 +135,15 @@ class LLMUser(FastHttpUser):
         scenario: str | None = None,
         intended_send_ms: float | None = None,
         check: Check | None = None,
+        on_record: OnRecord | None = None,
         **request_options: Any,
     ) -> Reply:
         """Stream one chat request, report it, and return its Reply. Never raises for a failed request.
 
         `check(result, record)` runs after the stream and before reporting; returning (error class, message) turns a
-        transport success into a scenario failure (schema_invalid, nondeterministic, truncated...)."""
+        transport success into a scenario failure (schema_invalid, nondeterministic, truncated...). `on_record(record,
+        result)` then sees every attempt's final record inside the attempt: counts kept there agree with the records
+        even when the run's end stops the user as the answer arrives (after chat() returns, they would be lost)."""
         rt = self.settings
         if intended_send_ms is None and self.context.arrivals is not None:
             intended_send_ms = wait_for_slot(self.context.arrivals, gevent.sleep)
@@ -149,7 +153,8 @@ class LLMUser(FastHttpUser):
         facts.update(prompt_tokens_est=prompt_tokens_est, intended_send_ms=intended_send_ms)
 
         def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
-            return self._attempt(rt, rt.targets[name], req, dict(facts, attempt=number, hedge=hedge), check, handle)
+            attempt_facts = dict(facts, attempt=number, hedge=hedge)
+            return self._attempt(rt, rt.targets[name], req, attempt_facts, (check, on_record), handle)
 
         start_ns = time.time_ns()
         delivery = self.context.dispatcher.send(attempt)
@@ -167,7 +172,7 @@ class LLMUser(FastHttpUser):
         target: Target,
         req: ChatRequest,
         facts: dict[str, Any],
-        check: Check | None,
+        hooks: tuple[Check | None, OnRecord | None],
         handle: Handle | None,
     ) -> Attempt:
         """One attempt to one endpoint: sent (or answered by a client-side drill fault), recorded, reported."""
@@ -182,7 +187,7 @@ class LLMUser(FastHttpUser):
             cut_off(outcome)
         self._requests += 1
         try:
-            record = self._record(rt, target, outcome, facts, check)
+            record = self._record(rt, target, outcome, facts, hooks)
         except Exception as exc:  # a bug of ours (or of a scenario check): still one counted attempt
             record = self._internal_error_record(rt, target, outcome, facts, exc)
         self._report(record)
@@ -211,7 +216,12 @@ class LLMUser(FastHttpUser):
         return delayed(outcome, delay) if delay else outcome
 
     def _record(
-        self, rt: RunSettings, target: Target, outcome: Any, facts: dict[str, Any], check: Check | None
+        self,
+        rt: RunSettings,
+        target: Target,
+        outcome: Any,
+        facts: dict[str, Any],
+        hooks: tuple[Check | None, OnRecord | None],
     ) -> RequestRecord:
         endpoint = target.endpoint
         facts = dict(facts)
@@ -232,13 +242,13 @@ class LLMUser(FastHttpUser):
             redact=rt.redact,
             **facts,
         )
+        check, on_record = hooks
         if check is not None and record.ok:
             verdict = check(outcome.result, record)
             if verdict is not None:
                 record = dataclasses.replace(record, status=verdict[0], error_message=rt.redact(verdict[1]))
-        recorded = getattr(check, "recorded", None)
-        if recorded is not None:  # in the attempt, not after chat() returns: the run's end may stop the user between
-            recorded(record, outcome.result)
+        if on_record is not None:  # in the attempt, not after chat() returns: the run's end may stop the user between
+            on_record(record, outcome.result)
         return record
 
     def _internal_error_record(

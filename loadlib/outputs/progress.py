@@ -200,13 +200,14 @@ def errors_text(errors: Mapping[str, int], requests: int, top: int = TOP_ERROR_C
     return f"errors {n}{share}: {named}{more}"
 
 
-def thresholds_text(t: Thresholds | None) -> str:
-    """`thresholds 2/3 pass, 1 pending`; a lost one is named: `thresholds 1/3 pass, FAIL ttft p95 < 1s`."""
+def thresholds_text(t: Thresholds | None, done: bool = False) -> str:
+    """`thresholds 2/3 pass, 1 pending`; a lost one is named: `thresholds 1/3 pass, FAIL ttft p95 < 1s`. Once the
+    run is `done` nothing is pending any more: what never got enough samples is `not judged`, as the verdict says."""
     if t is None or not t.total:
         return "no thresholds"
     text = f"thresholds {t.passing}/{t.total} pass"
     if t.pending:
-        text += f", {t.pending} pending"
+        text += f", {t.pending} {'not judged' if done else 'pending'}"
     if t.failing:
         text += f", FAIL {'; '.join(t.failing)}"
     return text
@@ -232,7 +233,7 @@ def facts(view: View, brief: bool = False) -> dict[str, str]:
         "tokens": tokens_text(view),
         "ttft": ttft_text(view),
         "errors": errors_text(view.errors, view.requests),
-        "thresholds": thresholds_text(view.thresholds),
+        "thresholds": thresholds_text(view.thresholds, view.done),
         "client": client_text(view.client, brief),
     }
 

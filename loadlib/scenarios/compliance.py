@@ -117,7 +117,7 @@ class ComplianceUser(ScenarioUser):
 
     def _review(self, case: ComplianceCase, reference: bytes | None) -> Review:
         audit = functools.partial(self._audit, case, reference is not None)
-        review = Review(self.found, self.ctx.validators[id(case.schema)], reference, audit)
+        review = Review(self.found, self.ctx.validators[id(case.schema)], reference)
         messages = [{"role": "system", "content": case.policy}, {"role": "user", "content": case.case}]
         self.chat(
             messages,
@@ -127,11 +127,12 @@ class ComplianceUser(ScenarioUser):
             json_schema=case.schema,
             json_schema_name=SCHEMA_NAME,
             check=review,
+            on_record=audit,
         )
         return review
 
     def _audit(self, case: ComplianceCase, repeat: bool, record: RequestRecord, result: StreamResult | None) -> None:
-        """One audit line per attempt, written as its record is made (Review.recorded)."""
+        """One audit line per attempt, written as its record is made (chat's on_record)."""
         log = self.context.part(AuditPart).log
         if log is None:
             return

@@ -19,6 +19,7 @@ from locust import task
 from locust.exception import StopUser
 
 import dataclasses
+import functools
 import itertools
 import logging
 from dataclasses import dataclass
@@ -27,10 +28,11 @@ from typing import Any
 from loadlib import data
 from loadlib.data import Document, canary
 from loadlib.data.long_document import document_text
-from loadlib.errors import ConfigError
-from loadlib.locust.user import Reply
+from loadlib.errors import ConfigError, ErrorClass
+from loadlib.locust.user import OnRecord, Reply
 from loadlib.metrics import scenarios as results
 from loadlib.options import DOC_MODES
+from loadlib.providers.base import StreamResult
 from loadlib.records import tokens
 from loadlib.records.build import counted_short
 from loadlib.records.record import RequestRecord
@@ -197,7 +199,12 @@ class LongDocumentUser(ScenarioUser):
         self.check = truncation_check(self.ctx.truncation_ratio)
 
     def _summarise(
-        self, system: str, system_tokens: int, parts: list[tuple[str, int]], code: str | None = None
+        self,
+        system: str,
+        system_tokens: int,
+        parts: list[tuple[str, int]],
+        code: str | None = None,
+        on_record: OnRecord | None = None,
     ) -> tuple[Reply, int]:
         """One summary request: the instruction as system message, each part as its own user message (so the
         prompt estimate is a sum of counts made earlier). With a canary `code` the model is asked to quote it and
@@ -210,19 +217,30 @@ class LongDocumentUser(ScenarioUser):
         check = self.check if code is None else document_check(self.ctx.truncation_ratio, code)
         messages = [{"role": "system", "content": system}] + [{"role": "user", "content": t} for t, _ in parts]
         estimate = prompt_tokens(("system", system_tokens), *(("user", n) for _, n in parts))
-        reply = self.chat(messages, prompt_tokens_est=estimate, max_tokens=self.ctx.max_tokens, check=check)
+        reply = self.chat(
+            messages, prompt_tokens_est=estimate, max_tokens=self.ctx.max_tokens, check=check, on_record=on_record
+        )
         return reply, estimate
 
     def _whole(self, doc: Document, code: str | None, mode: str) -> tuple[str, Reply, int]:
-        """Summarise a whole document (or probe prefix); record what both truncation checks said."""
+        """Summarise a whole document (or probe prefix); each attempt's checks are counted as it is recorded."""
+        count = functools.partial(self._count_whole, code, mode)
         reply, estimate = self._summarise(
-            SUMMARY_INSTRUCTION, self.ctx.instruction_tokens["summary"], [(doc.text, doc.tokens)], code
+            SUMMARY_INSTRUCTION, self.ctx.instruction_tokens["summary"], [(doc.text, doc.tokens)], code, count
         )
-        seen = canary_verdict(reply.result, code)
-        billed = billing_verdict(reply.record, self.ctx.truncation_ratio)
+        return outcome_of(reply.record, canary_verdict(reply.result, code)), reply, estimate
+
+    def _count_whole(self, code: str | None, mode: str, record: RequestRecord, result: StreamResult | None) -> None:
+        """What both truncation checks said of an attempt and (whole documents) its outcome, inside the attempt, so
+        the counts agree with the records when the run's end stops the user as the answer arrives."""
+        if record.status is ErrorClass.CUT_OFF:
+            return
+        seen = canary_verdict(result, code)
+        billed = billing_verdict(record, self.ctx.truncation_ratio)
         if seen is not None or billed is not None:
-            results.document_checks(self.found, mode, seen, billed, *prompt_count(reply.record))
-        return outcome_of(reply.record, seen), reply, estimate
+            results.document_checks(self.found, mode, seen, billed, *prompt_count(record))
+        if mode == "whole":
+            results.document_outcome(self.found, "whole", outcome_of(record, seen))
 
     @task
     def summarise(self) -> None:
@@ -233,8 +251,7 @@ class LongDocumentUser(ScenarioUser):
             self._chunked(self.ctx.chunked[next(LongDocumentUser._documents) % len(self.ctx.chunked)])
         else:
             i = next(LongDocumentUser._documents) % len(self.ctx.documents)
-            outcome, _, _ = self._whole(self.ctx.documents[i], self.ctx.codes[i], "whole")
-            results.document_outcome(self.found, "whole", outcome)
+            self._whole(self.ctx.documents[i], self.ctx.codes[i], "whole")
 
     def _chunked(self, item: Chunked) -> None:
         ctx = self.ctx

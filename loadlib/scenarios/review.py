@@ -55,21 +55,12 @@ def canonical(value: Any) -> bytes:
 class Review:
     """The check of one request: finish reason, schema, and (for a repeat) equality with the first answer."""
 
-    def __init__(
-        self, found: ScenarioResults, validator: Any, reference: bytes | None = None, audit: Any = None
-    ) -> None:
+    def __init__(self, found: ScenarioResults, validator: Any, reference: bytes | None = None) -> None:
         self.found = found
         self.validator = validator
         self.reference = reference
-        self.audit = audit  # called with every attempt's final record and result (the audit trail), or None
         self.value: Any = None
         self.valid = False
-
-    def recorded(self, record: RequestRecord, result: StreamResult | None) -> None:
-        """Every attempt's final record, in the attempt itself: its audit line is written even when the run's end
-        stops the user as the answer arrives."""
-        if self.audit is not None:
-            self.audit(record, result)
 
     def __call__(self, result: StreamResult | None, record: RequestRecord) -> tuple[ErrorClass, str] | None:
         if record.finish_reason in ("length", "max_tokens"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from locust import task
 
+import functools
 import itertools
 import random
 from dataclasses import dataclass
@@ -22,8 +23,10 @@ from typing import Any
 
 from loadlib import data
 from loadlib.data import Conversation
+from loadlib.errors import ErrorClass
 from loadlib.metrics import scenarios as results
 from loadlib.records import tokens
+from loadlib.records.record import RequestRecord
 from loadlib.scenarios.base import ScenarioSpec, ScenarioUser, message_tokens, parse_range, positive
 from loadlib.scenarios.conversation import Dialogue, sweep_sizes
 
@@ -110,6 +113,12 @@ class SupportChatUser(ScenarioUser):
         results.conversation(self.found, "started")
         return Dialogue(conv, ctx.systems[step if step is not None else ctx.default_system], step)
 
+    def _count_turn(self, turn: int, step: int | None, record: RequestRecord, _result: object) -> None:
+        """Each attempt of a turn that ended by itself, as it is recorded (so the turn counts agree with the records
+        when the run's end stops the user as the answer arrives); one cut off by the end has no answer to count."""
+        if record.status is not ErrorClass.CUT_OFF:
+            results.chat_turn(self.found, turn, record.input_tokens, record.ttft_ms if record.ok else None, step)
+
     @task
     def turn(self) -> None:
         d = self.dialogue
@@ -122,15 +131,9 @@ class SupportChatUser(ScenarioUser):
             prompt_tokens_est=estimate,
             turn=d.turn + 1,
             max_tokens=self.ctx.max_tokens,
+            on_record=functools.partial(self._count_turn, d.turn + 1, d.step),
         )
         record = reply.record
-        results.chat_turn(
-            self.found,
-            d.turn + 1,
-            record.input_tokens,
-            record.ttft_ms if record.ok else None,
-            d.step,
-        )
         if not reply.ok:
             results.conversation(self.found, "abandoned")
             self.dialogue = None

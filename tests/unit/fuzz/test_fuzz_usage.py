@@ -11,6 +11,7 @@ an impossible combination (cached_tokens 1,000,000 of a 10-token prompt priced a
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -115,8 +116,8 @@ def _set(raw: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
         parent = parent[key]
     if value is ABSENT:
         parent.pop(path[-1], None)
-    else:
-        parent[path[-1]] = value
+    else:  # a copy: two mutations writing into one shared edge (a dict of FIXED_EDGES) would make it a cycle
+        parent[path[-1]] = copy.deepcopy(value)
 
 
 # --- the APIs' definitions, restated -------------------------------------------------------------------------------

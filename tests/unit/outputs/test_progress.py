@@ -109,6 +109,7 @@ def test_tally_names_lost_thresholds_and_keeps_unreached_totals_pending() -> Non
     assert p.thresholds_text(t) == "thresholds 1/5 pass, 3 pending, FAIL error_rate < 1%"
     assert p.thresholds_text(p.tally([], expected=2)) == "thresholds 0/2 pass, 2 pending"
     assert p.thresholds_text(None) == "no thresholds"
+    assert p.thresholds_text(t, done=True) == "thresholds 1/5 pass, 3 not judged, FAIL error_rate < 1%"
 
 
 def test_client_of_a_summary() -> None:
