@@ -167,6 +167,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _o("--llm-max-head-kb", LIMITS, 64, "Largest response head (status line and headers) accepted, KiB (`oversized`)."),
     _o(
+        "--llm-max-text-kb",
+        LIMITS,
+        1024,
+        "Most output kept per response for checks and answers, in units of 1,024 characters (text, reasoning, "
+        "refusal and tool arguments together); the rest is counted (`text_dropped`), not kept; the request stands.",
+    ),
+    _o(
         "--llm-stop-on-fatal-s",
         LIMITS,
         5.0,

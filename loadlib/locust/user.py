@@ -344,7 +344,8 @@ class LLMUser(FastHttpUser):
         text += "".join(tc.arguments for tc in result.tool_calls)
         if not text:
             return 0
-        return gevent.get_hub().threadpool.apply(tokens.count_text, (text,))
+        counted = gevent.get_hub().threadpool.apply(tokens.count_text, (text,))
+        return tokens.scaled(counted, len(text), result.text_dropped)
 
     def _report(self, record: RequestRecord) -> None:
         """Every attempt to the run context (records, LLM statistics, sinks); to Locust's table every attempt but a

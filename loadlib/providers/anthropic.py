@@ -27,6 +27,7 @@ from loadlib.providers.base import (
     StreamResult,
     ToolCall,
 )
+from loadlib.providers.kept import DEFAULT_MAX_TEXT, Budget, Kept
 from loadlib.providers.openai import join_path, merge_body, merge_headers
 from loadlib.providers.usage import ANTHROPIC_KEYS, anthropic_usage
 
@@ -40,10 +41,10 @@ _TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use"})
 class _Tool:
     __slots__ = ("args", "id", "name")
 
-    def __init__(self, tid: str | None, name: str | None) -> None:
+    def __init__(self, tid: str | None, name: str | None, budget: Budget) -> None:
         self.id = tid
         self.name = name
-        self.args: list[str] = []
+        self.args = Kept(budget)
 
 
 def _merge_usage(into: dict[str, Any], raw: Any, where: str) -> None:
@@ -58,6 +59,7 @@ class AnthropicParser:
     """One streamed Messages response. `feed` only appends fragments; `result` joins them."""
 
     __slots__ = (
+        "_budget",
         "_error",
         "_finish",
         "_id",
@@ -71,9 +73,10 @@ class AnthropicParser:
         "_usage",
     )
 
-    def __init__(self) -> None:
-        self._text: list[str] = []
-        self._reasoning: list[str] = []
+    def __init__(self, max_text: int = DEFAULT_MAX_TEXT) -> None:
+        self._budget = Budget(max_text)
+        self._text = Kept(self._budget)
+        self._reasoning = Kept(self._budget)
         self._tools: dict[int, _Tool] = {}
         self._usage: dict[str, Any] = {}
         self._finish: str | None = None
@@ -123,7 +126,7 @@ class AnthropicParser:
                 index = fields.index(obj.get("index"), "content_block_delta.index")
                 tool = self._tools.get(index)
                 if tool is None:
-                    tool = self._tools[index] = _Tool(None, None)
+                    tool = self._tools[index] = _Tool(None, None, self._budget)
                 tool.args.append(_text(partial, "input_json_delta.partial_json"))
                 self._outputs += 1
                 return _SHOWN
@@ -160,7 +163,8 @@ class AnthropicParser:
         kind = fields.text(block.get("type"), "content_block_start.content_block.type")
         if kind in _TOOL_BLOCKS:
             index = fields.index(obj.get("index"), "content_block_start.index")
-            self._tools[index] = _Tool(fields.identifier(block.get("id")), fields.identifier(block.get("name")))
+            tool = _Tool(fields.identifier(block.get("id")), fields.identifier(block.get("name")), self._budget)
+            self._tools[index] = tool
         elif kind == "text" and block.get("text"):  # always "" in practice; never drop text if it comes
             self._text.append(_text(block["text"], "content_block.text"))
             self._outputs += 1
@@ -192,13 +196,13 @@ class AnthropicParser:
 
     def result(self) -> StreamResult:
         tools = [
-            ToolCall(index=index, id=tool.id, name=tool.name, arguments="".join(tool.args))
+            ToolCall(index=index, id=tool.id, name=tool.name, arguments=tool.args.value())
             for index, tool in sorted(self._tools.items())
         ]
-        text = "".join(self._text)
+        text = self._text.value()
         return StreamResult(
             text_by_choice={0: text} if text else {},
-            reasoning="".join(self._reasoning),
+            reasoning=self._reasoning.value(),
             tool_calls=tools,
             usage=anthropic_usage(self._usage) if self._usage else None,
             usage_source=USAGE_STREAM if self._usage else None,
@@ -209,6 +213,7 @@ class AnthropicParser:
             model=self._model,
             output_events=self._outputs,
             terminal=self._terminal,
+            text_dropped=self._budget.dropped,
         )
 
 
@@ -264,8 +269,8 @@ class AnthropicAdapter:
         path = join_path(base, "/messages" if base.endswith("/v1") else "/v1/messages")
         return HttpRequest("POST", path, headers, orjson.dumps(body))
 
-    def new_parser(self) -> AnthropicParser:
-        return AnthropicParser()
+    def new_parser(self, max_text: int = DEFAULT_MAX_TEXT) -> AnthropicParser:
+        return AnthropicParser(max_text)
 
     def parse_response(self, body: bytes) -> StreamResult:
         try:

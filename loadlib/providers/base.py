@@ -93,6 +93,7 @@ class StreamResult:
     model: str | None = None
     output_events: int = 0
     terminal: bool = False
+    text_dropped: int = 0  # output characters past --llm-max-text-kb, counted, not kept (loadlib.providers.kept)
 
     @property
     def text(self) -> str:
@@ -115,7 +116,9 @@ class Adapter(Protocol):
 
     def build(self, base_path: str, model: str, api_key: str | None, req: ChatRequest) -> HttpRequest: ...
 
-    def new_parser(self) -> StreamParser: ...
+    def new_parser(self, max_text: int = ...) -> StreamParser:
+        """A parser keeping at most `max_text` characters of output (loadlib.providers.kept)."""
+        ...
 
     def parse_response(self, body: bytes) -> StreamResult:
         """A non-streaming (`stream: false`) response body."""

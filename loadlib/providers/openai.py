@@ -28,6 +28,7 @@ from loadlib.providers.base import (
     StreamResult,
     ToolCall,
 )
+from loadlib.providers.kept import DEFAULT_MAX_TEXT, Budget, Kept
 from loadlib.providers.usage import openai_usage
 
 _loads = orjson.loads
@@ -74,10 +75,10 @@ def merge_headers(headers: dict[str, str], extra: dict[str, str]) -> dict[str, s
 class _Tool:
     __slots__ = ("args", "id", "name")
 
-    def __init__(self) -> None:
+    def __init__(self, budget: Budget) -> None:
         self.id: str | None = None
         self.name: str | None = None
-        self.args: list[str] = []
+        self.args = Kept(budget)
 
 
 def _usage_source(choices: Any, flags: int) -> str:
@@ -92,6 +93,7 @@ class OpenAIChatParser:
     indexes, so `result` cannot fail whatever JSON the server sent."""
 
     __slots__ = (
+        "_budget",
         "_error",
         "_finish",
         "_id",
@@ -108,10 +110,11 @@ class OpenAIChatParser:
         "_usage_where",
     )
 
-    def __init__(self) -> None:
-        self._text: dict[int, list[str]] = {}
-        self._reasoning: dict[int, list[str]] = {}
-        self._refusal: dict[int, list[str]] = {}
+    def __init__(self, max_text: int = DEFAULT_MAX_TEXT) -> None:
+        self._budget = Budget(max_text)
+        self._text: dict[int, Kept] = {}
+        self._reasoning: dict[int, Kept] = {}
+        self._refusal: dict[int, Kept] = {}
         self._tools: dict[tuple[int, int], _Tool] = {}
         self._last_tool: dict[int, int] = {}
         self._finish: dict[int, str] = {}
@@ -190,10 +193,10 @@ class OpenAIChatParser:
         content = delta.get("content")
         if content:
             if type(content) is str:
-                try:
-                    self._text[idx].append(content)
-                except KeyError:
-                    self._text[idx] = [content]
+                kept = self._text.get(idx)
+                if kept is None:
+                    kept = self._text[idx] = Kept(self._budget)
+                kept.append(content)  # _append inline: once per output event
                 flags = _SHOWN
             elif type(content) is list:
                 flags = self._content_parts(idx, content)
@@ -225,12 +228,11 @@ class OpenAIChatParser:
         if self._model is None:
             self._model = fields.identifier(obj.get("model"))
 
-    @staticmethod
-    def _append(store: dict[int, list[str]], idx: int, fragment: str) -> None:
-        try:
-            store[idx].append(fragment)
-        except KeyError:
-            store[idx] = [fragment]
+    def _append(self, store: dict[int, Kept], idx: int, fragment: str) -> None:
+        kept = store.get(idx)
+        if kept is None:
+            kept = store[idx] = Kept(self._budget)
+        kept.append(fragment)
 
     def _legacy_text(self, idx: int, text: Any) -> int:
         """Legacy Completions put text in choices[].text; read only when the chunk has no delta.content."""
@@ -289,7 +291,7 @@ class OpenAIChatParser:
         self._last_tool[idx] = ti
         call = self._tools.get((idx, ti))
         if call is None:
-            call = self._tools[(idx, ti)] = _Tool()
+            call = self._tools[(idx, ti)] = _Tool(self._budget)
         if tid:
             call.id = tid
         return call
@@ -322,13 +324,13 @@ class OpenAIChatParser:
 
     def result(self) -> StreamResult:
         tools = [
-            ToolCall(index=ti, id=call.id, name=call.name, arguments="".join(call.args))
+            ToolCall(index=ti, id=call.id, name=call.name, arguments=call.args.value())
             for (_, ti), call in sorted(self._tools.items())
         ]
         return StreamResult(
-            text_by_choice={i: "".join(parts) for i, parts in sorted(self._text.items())},
-            reasoning="".join(self._reasoning.get(0, ())),
-            refusal="".join(self._refusal.get(0, ())),
+            text_by_choice={i: kept.value() for i, kept in sorted(self._text.items())},
+            reasoning=_value(self._reasoning.get(0)),
+            refusal=_value(self._refusal.get(0)),
             tool_calls=tools,
             usage=openai_usage(self._usage, self._usage_where) if self._usage is not None else None,
             usage_source=self._usage_source if self._usage is not None else None,
@@ -339,7 +341,12 @@ class OpenAIChatParser:
             model=self._model,
             output_events=self._outputs,
             terminal=self._terminal,
+            text_dropped=self._budget.dropped,
         )
+
+
+def _value(kept: Kept | None) -> str:
+    return kept.value() if kept is not None else ""
 
 
 def _text(value: Any, idx: int, name: str, template: str = "choices[{}].delta.{}") -> str:
@@ -411,8 +418,8 @@ class OpenAIAdapter:
         headers = merge_headers(headers, req.extra_headers)
         return HttpRequest("POST", join_path(base_path, "/chat/completions"), headers, orjson.dumps(body))
 
-    def new_parser(self) -> OpenAIChatParser:
-        return OpenAIChatParser()
+    def new_parser(self, max_text: int = DEFAULT_MAX_TEXT) -> OpenAIChatParser:
+        return OpenAIChatParser(max_text)
 
     def parse_response(self, body: bytes) -> StreamResult:
         try:

@@ -96,6 +96,7 @@ def build_record(
         error_message=redact.optional(outcome.message),
         ratelimit=redact.mapping(outcome.headers),
         response_bytes=outcome.response_bytes,
+        text_dropped=result.text_dropped if result else 0,
     )
 
 

@@ -75,6 +75,7 @@ class RequestRecord:
     error_message: str | None = None
     ratelimit: dict[str, str] = field(default_factory=dict)
     response_bytes: int = 0
+    text_dropped: int = 0  # output characters past --llm-max-text-kb: counted, not kept (providers.kept)
 
     @property
     def ok(self) -> bool:

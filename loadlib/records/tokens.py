@@ -68,6 +68,14 @@ def count_text(text: str, encoding: str = "o200k_base") -> int:
     return len(get_encoding(encoding).encode(text, disallowed_special=()))
 
 
+def scaled(counted: int, kept_chars: int, dropped_chars: int) -> int:
+    """Tokens of a whole output of which only `kept_chars` were kept (--llm-max-text-kb): the kept part's count at
+    its own characters per token. An estimate of an estimate, used only when the server sent no usage."""
+    if not dropped_chars or not kept_chars:
+        return counted
+    return round(counted * (kept_chars + dropped_chars) / kept_chars)
+
+
 def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content

@@ -28,6 +28,7 @@ from loadlib.metrics.histogram import Histogram
 from loadlib.providers import registry
 from loadlib.providers.base import ERROR, OUTPUT, TERMINAL, VISIBLE, Adapter, HttpRequest, StreamParser, StreamResult
 from loadlib.providers.errors_body import short
+from loadlib.providers.kept import capped
 from loadlib.transport.connection import Connection, Response, request_bytes
 from loadlib.transport.deadline import Deadline, DeadlineExceeded
 from loadlib.transport.sse import SSEDecoder
@@ -325,7 +326,7 @@ def _read_stream(
     out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline, hook: FirstOutput | None
 ) -> None:
     out.streamed = True
-    parser = adapter.new_parser()
+    parser = adapter.new_parser(conn.limits.text)
     decoder = SSEDecoder(conn.limits.line, conn.limits.event)
     try:
         status, message, terminal = _stream_events(out, conn, resp, parser, decoder, dl, hook)
@@ -460,7 +461,7 @@ def _read_whole_body(out: StreamOutcome, conn: Connection, resp: Response, adapt
         body += data
     out.e2e_ms = out.ttft_ms = out.ttfo_ms = out.first_event_ms = (now - out.t0) * 1000.0
     try:
-        result = out.result = adapter.parse_response(bytes(body))
+        result = out.result = capped(adapter.parse_response(bytes(body)), conn.limits.text)
     except UnsupportedAPIError as exc:
         out.status, out.message = ErrorClass.UNSUPPORTED_API, str(exc)
         return

@@ -1,7 +1,8 @@
-"""A firehose stream's memory is bounded by the response cap (docs/metrics.md, "Memory"): a real Locust process
-against the hostile server's firehose-tiny (the most output events per MiB), at a 16 MiB cap. Its ITL list is capped
-at 4,096 gaps per record while the rest reach the statistics, so the process stays within the stated per-stream cost
-above its idle size. Numbers are printed (run with -s to see them)."""
+"""A firehose stream's memory is bounded (docs/metrics.md, "Memory"): a real Locust process against the hostile
+server's firehose-tiny (the most output events per MiB), at a 16 MiB response cap and a 64 Ki-character text cap. Its
+ITL list is capped at 4,096 gaps per record while the rest reach the statistics, its text at the cap while the rest
+is counted, so the process stays within its idle size, the one-time costs and one stream's stated worst case.
+Numbers are printed (run with -s to see them)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from tests.integration.locust_runs import headless, locust_cmd
 
 pytestmark = pytest.mark.integration
 CAP_MIB = 16
-# Locust with loadlib idle (~135 MiB here) plus one stream at the documented worst case per MiB of response (1.4 for
-# firehose-tiny: the text fragments the parser keeps), with room for the allocator's slack on a busy 2-core box.
-RSS_BOUND_MIB = 135 + 1.4 * CAP_MIB + 60
+TEXT_KB = 64
+# Locust with loadlib idle (~135 MiB here), the one-time costs of the first stream (~40 MiB: the tokenizer, the
+# parsers) and one stream's worst case at these caps (4 + 2 x 8 + 8 x 64/1024 + 1 MiB), as docs/metrics.md states.
+RSS_BOUND_MIB = 135 + 40 + (4 + 2 * 8 + 8 * TEXT_KB / 1024 + 1)
 
 
 @pytest.fixture
@@ -31,6 +33,7 @@ def firehose() -> Iterator[Hostile]:
 def test_a_firehose_stream_stays_within_its_memory_bound(firehose: Hostile, tmp_path: Path) -> None:
     path = tmp_path / "records.jsonl"
     args = ["--host", firehose.url + "/v1", "--llm-api-key-env", "none", "--llm-max-response-mb", str(CAP_MIB)]
+    args += ["--llm-max-text-kb", str(TEXT_KB)]
     run = LiveRun(locust_cmd(*headless(1, 5), *args, "--llm-records", str(path)), sample_s=0.05)
     try:
         rc = run.wait(60)
@@ -42,5 +45,6 @@ def test_a_firehose_stream_stays_within_its_memory_bound(firehose: Hostile, tmp_
     capped = [r for r in recs if r["status"] == "oversized"]  # the one the run's end cut off is `cut_off`
     assert capped and {r["status"] for r in recs} <= {"oversized", "cut_off"}
     assert all(len(r["itl_ms"]) == MAX_ITL and r["itl_dropped"] > 300_000 for r in capped)
+    assert all(r["text_dropped"] > r["output_events"] - TEXT_KB * 1024 - 10 for r in capped)
     assert all(len(r["itl_ms"]) <= MAX_ITL for r in recs)
     assert run.peak_rss < RSS_BOUND_MIB * (1 << 20)

@@ -83,3 +83,12 @@ def test_a_real_stream_past_the_cap_keeps_a_bounded_number_of_stamps() -> None:
     assert out.status.value == "ok", out.message
     assert len(out.output_stamps_ms) == MAX_ITL + 2 and out.itl_rest is not None
     assert output_events(out) == n and record(out).itl_dropped == n - 1 - MAX_ITL
+
+
+def test_a_real_stream_past_the_text_cap_keeps_its_head_and_the_record_counts_the_rest() -> None:
+    n = 3000
+    out = call([http_head(connection="close"), EVENT * n + DONE], limits=Limits(text=1024))
+    assert out.status.value == "ok", out.message
+    assert out.result is not None and out.result.text == "a" * 1024
+    line = record_line(record(out))
+    assert (line["text_dropped"], line["output_events"]) == (n - 1024, n)
