@@ -52,6 +52,11 @@ def status_999(x: Exchange) -> bool:
     return send_json(x, "999 Whatever", {"error": {"message": "status 999", "type": "server_error"}})
 
 
+@behaviour("status-042", "HTTP 042 (below 100, so not an interim 1xx) with a JSON error body (keep-alive)")
+def status_042(x: Exchange) -> bool:
+    return send_json(x, "042 Whatever", {"error": {"message": "status 42", "type": "server_error"}})
+
+
 @behaviour("gzip-unasked", "200 JSON completion with Content-Encoding: gzip, though the request accepts identity only")
 def gzip_unasked(x: Exchange) -> bool:
     body = gzip.compress(json.dumps(completion(x.n)).encode(), mtime=0)

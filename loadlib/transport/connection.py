@@ -93,6 +93,12 @@ class HeadTooLarge(OversizedError):
         self.args = (f"the response head crossed its size cap of {limit_bytes / 1024:g} KiB (--llm-max-head-kb)",)
 
 
+def _interim(code: int) -> bool:
+    """A 1xx head, which a final one follows. Any other code is final, invalid ones too (0 to 99, 600 and up): the
+    head decides them (`http_invalid_status`) instead of leaving the client waiting for a head that never comes."""
+    return 100 <= code < 200
+
+
 class Response(HTTPResponse):
     """geventhttpclient's response parser, fed by our reads. A framing error after the head (a bad chunk size) is
     kept in `framing_error` instead of raised, so the status is still known; the body reader raises it.
@@ -119,7 +125,7 @@ class Response(HTTPResponse):
         except HTTPParseError as exc:
             if self.final_complete:  # e.g. bytes after a `Connection: close` response: llhttp's closed state
                 self.stray = True
-            elif not self.headers_complete or self.get_code() < 200:
+            elif not self.headers_complete or _interim(self.get_code()):
                 raise
             else:
                 self.framing_error = exc
@@ -141,7 +147,7 @@ class Response(HTTPResponse):
     @property
     def final_head(self) -> bool:
         """The head of the final (non-1xx) response has been parsed."""
-        return self.headers_complete and self.get_code() >= 200
+        return self.headers_complete and not _interim(self.get_code())
 
     @property
     def close_delimited(self) -> bool:
@@ -157,7 +163,7 @@ class Response(HTTPResponse):
 
     def _on_message_complete(self) -> None:
         super()._on_message_complete()
-        self.final_complete = self.get_code() >= 200
+        self.final_complete = not _interim(self.get_code())
 
     def take_body(self) -> bytes:
         """The body bytes parsed so far (chunk framing removed), emptying the buffer."""

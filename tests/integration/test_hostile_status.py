@@ -35,7 +35,7 @@ FATAL_STOP_S = 8.0  # the 2 s window, the backoff of the try that decides (0.5 s
 FIX = "redirects are not followed; point --host at the final URL"
 INVALID = "is not a status code (HTTP defines 100-599): the server or a proxy before it is broken"
 UNASKED = "Content-Encoding gzip, which the request did not accept"
-BEHAVIOURS = ["redirect-301", "redirect-loop-307", "status-999", "gzip-unasked", "invalid-utf8-delta"]
+BEHAVIOURS = ["redirect-301", "redirect-loop-307", "status-999", "status-042", "gzip-unasked", "invalid-utf8-delta"]
 
 
 def utf8_message(n: int) -> str:
@@ -58,6 +58,7 @@ def documented(behaviour: str, url: str, n: int = 0) -> tuple[ErrorClass, str]:
             f"HTTP 307 to the URL requested, http://{completions}: a redirect loop (redirects are not followed)",
         ),
         "status-999": (ErrorClass.HTTP_INVALID_STATUS, f"HTTP 999 {INVALID}"),
+        "status-042": (ErrorClass.HTTP_INVALID_STATUS, f"HTTP 42 {INVALID}"),
         "gzip-unasked": (ErrorClass.MALFORMED_EVENT, UNASKED),
         "invalid-utf8-delta": (ErrorClass.MALFORMED_EVENT, utf8_message(n)),
     }[behaviour]

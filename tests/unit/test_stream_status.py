@@ -34,7 +34,7 @@ def test_a_redirect_to_itself_is_called_a_loop():
     assert out.fatal == out.message
 
 
-@pytest.mark.parametrize("status", ["999", "600"])
+@pytest.mark.parametrize("status", ["999", "600", "099", "000", "042"])
 def test_a_status_outside_100_to_599_is_invalid_not_a_5xx(status):
     body = b'{"error":{"message":"boom"}}'
     head = f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
