@@ -94,6 +94,7 @@ def build_record(
         http_status=outcome.http_status,
         finish_reason=_server_text(result.finish_reason if result else None, redact),
         error_message=redact.optional(outcome.message),
+        note=outcome.note,
         ratelimit=redact.mapping(outcome.headers),
         response_bytes=outcome.response_bytes,
         text_dropped=result.text_dropped if result else 0,

@@ -73,6 +73,7 @@ class RequestRecord:
     http_status: int | None = None
     finish_reason: str | None = None
     error_message: str | None = None
+    note: str | None = None  # framing trouble that did not spoil the answer (stray bytes, a body without length)
     ratelimit: dict[str, str] = field(default_factory=dict)
     response_bytes: int = 0
     text_dropped: int = 0  # output characters past --llm-max-text-kb: counted, not kept (providers.kept)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from loadlib.transport.connection import NO_LENGTH_NOTE, STRAY_NOTE
 from tests.integration.hostile_runs import Hostile, LiveRun, records
 from tests.integration.locust_runs import completed, headless, locust_cmd
 from tests.integration.test_hostile import END_MARGIN_S, aggregated_count, finished, target
@@ -23,12 +24,13 @@ RSS_BOUND_MIB = 250  # peak RSS of the Locust process: a head is capped at 64 Ki
 HEAD_CAPPED = "the response head crossed its size cap of 64 KiB (--llm-max-head-kb)"
 STRAY_LOG = "was followed by bytes it did not declare"
 NO_LENGTH_LOG = "has no Content-Length and is not chunked"
-# behaviour: (the one status of every record, its message, a stderr line that must say what happened, fewest records)
+# behaviour: (the one status of every record, its message, a stderr line that must say what happened, fewest records,
+# the note every record carries)
 EXPECTED = {
-    "header-flood": ("oversized", HEAD_CAPPED, None, 10),
-    "stray-bytes-after-json": ("ok", None, STRAY_LOG, 10),
-    "junk-head-after-json": ("ok", None, STRAY_LOG, 10),  # it waited 30 s per request: at most USERS records
-    "http10-keepalive-no-length": ("ok", None, NO_LENGTH_LOG, 10),  # it drained 5 s per request: USERS records
+    "header-flood": ("oversized", HEAD_CAPPED, None, 10, None),
+    "stray-bytes-after-json": ("ok", None, STRAY_LOG, 10, STRAY_NOTE),
+    "junk-head-after-json": ("ok", None, STRAY_LOG, 10, STRAY_NOTE),  # it used to wait 30 s per request
+    "http10-keepalive-no-length": ("ok", None, NO_LENGTH_LOG, 10, NO_LENGTH_NOTE),  # it used to drain 5 s per request
 }
 
 
@@ -42,7 +44,7 @@ def run_counts(run: LiveRun, tmp_path: Path) -> tuple[int, int, int, list[dict]]
 
 @pytest.mark.parametrize("behaviour", sorted(EXPECTED))
 def test_framing_faults_end_on_time_counted_and_explained(behaviour: str, tmp_path: Path) -> None:
-    status, message, log_line, fewest = EXPECTED[behaviour]
+    status, message, log_line, fewest, note = EXPECTED[behaviour]
     server = Hostile(behaviour)
     prefix = tmp_path / "locust"
     outputs = ("--llm-records", str(tmp_path / "records.jsonl"), "--llm-summary", str(tmp_path / "summary.json"))
@@ -67,8 +69,9 @@ def test_framing_faults_end_on_time_counted_and_explained(behaviour: str, tmp_pa
     assert run.peak_rss < RSS_BOUND_MIB << 20
     assert rc in (0, 1) and "Traceback" not in run.stderr, run.stderr[-3000:]
     assert locust == summary == len(recs) >= fewest
-    assert csv_count <= locust, "Locust's CSV is a snapshot it rewrites every second, not at exit"
+    assert csv_count == locust, "Locust's CSV is written once more at exit (loadlib.locust.csv_final)"
     assert set(statuses) == {status}, {r["error_message"] for r in ended}
     assert {r["error_message"] for r in ended} == {message}
+    assert {r["note"] for r in ended} == {note}, "the record says what the framing did (docs/records.md)"
     assert all(r["http_status"] == 200 for r in ended) or status != "ok"
     assert log_line is None or log_line in run.stderr, run.stderr[-3000:]
