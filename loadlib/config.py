@@ -58,8 +58,8 @@ class Limits:
 
     @classmethod
     def from_mb(cls, line: float, event: float, response: float, head_kb: float = 64, text_kb: float = 1024) -> Limits:
-        mib = (int(v * (1 << 20)) for v in (line, event, response))
-        return cls(*mib, int(head_kb * 1024), int(text_kb * 1024))
+        line_b, event_b, response_b = (int(v * (1 << 20)) for v in (line, event, response))
+        return cls(line_b, event_b, response_b, int(head_kb * 1024), int(text_kb * 1024))
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,9 +138,8 @@ def make_endpoint(
     name = name or default_name(scheme, host, port)
     if not model:
         raise ConfigError("no model given: set --llm-model (or LLM_MODEL)")
-    key_env = DEFAULT_KEY_ENV[provider] if api_key_env is None or api_key_env == "" else api_key_env
-    if key_env.lower() == NO_KEY:
-        key_env = None
+    named = DEFAULT_KEY_ENV[provider] if api_key_env is None or api_key_env == "" else api_key_env
+    key_env = None if named.lower() == NO_KEY else named
     if key_env and require_key and not os.environ.get(key_env):
         raise ConfigError(
             f"endpoint {name!r} needs an API key in the environment variable {key_env}, which is not set: "

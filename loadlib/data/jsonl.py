@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -112,7 +112,7 @@ class _Line:
         if unknown:
             self.fail(f"unknown field {unknown[0]!r} (known: {', '.join(fields)})")
 
-    def fail(self, reason: str) -> None:
+    def fail(self, reason: str) -> NoReturn:
         raise ConfigError(f"{self.where}: {reason}")
 
     def text(self, name: str, required: bool = True) -> str | None:

@@ -128,7 +128,7 @@ def _section(kind: str, number: int, rng: random.Random) -> str:
     """One numbered section with a heading, numbered clauses (contracts) or paragraphs (reports, policies)."""
     if kind == "contract":
         heading = CONTRACT_SECTIONS[(number - 1) % len(CONTRACT_SECTIONS)]
-        sentences = CONTRACT_SENTENCES
+        sentences: tuple[str, ...] = CONTRACT_SENTENCES
     elif kind == "annual_report":
         heading = REPORT_SECTIONS[(number - 1) % len(REPORT_SECTIONS)].format(
             segment=rng.choice(SEGMENTS), region=rng.choice(REGIONS)

@@ -15,7 +15,7 @@ import gevent
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from loadlib.verdicts.thresholds import Threshold
@@ -74,7 +74,7 @@ class AbortWatch:
         while not self.check():
             gevent.sleep(self.interval_s)
 
-    def due(self, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def due(self, results: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
         """The lost results whose threshold may abort by now."""
         elapsed = time.monotonic() - self._t0 + _EARLY_S
         return [r for r in lost(results) if self.rules.get(r["expression"], float("inf")) <= elapsed]

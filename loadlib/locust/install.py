@@ -106,7 +106,7 @@ def on_init(environment: Any, **_: Any) -> None:
     # stops the test, after which a signal could no longer be told from a run that ended on its own
     environment.events.quitting.add_listener(lambda **__: _note_interruption(ctx))
     if ctx.is_master:
-        environment.runner.register_message(FATAL_MESSAGE, lambda msg, **__: stop_run(ctx, str(msg.data)))
+        environment.runner.register_message(FATAL_MESSAGE, lambda msg, **__: stop_run(ctx, str(msg.data["message"])))
         ctx.workers.attach(environment)
         _watch_worker_wait(ctx)
     if environment.web_ui:
@@ -136,7 +136,7 @@ def _interrupted_at_start(ctx: RunContext) -> None:
     if ctx.mock is not None:
         ctx.mock.stop()
     stop_mocks(ctx.mocks)
-    outcome = {"status": "interrupted", "exit_code": verdicts.EXIT_CODES["interrupted"]}
+    outcome: dict[str, Any] = {"status": "interrupted", "exit_code": verdicts.EXIT_CODES["interrupted"]}
     print(verdicts.verdict_line({**outcome, "reasons": ["a signal stopped the run during start-up"]}), flush=True)
     sys.exit(outcome["exit_code"])
 
@@ -404,7 +404,7 @@ def stop_run(ctx: RunContext, message: str) -> None:
     test (web UI). A worker hands the line to its master, which stops every worker."""
     runner = ctx.environment.runner
     if isinstance(runner, WorkerRunner):
-        runner.send_message(FATAL_MESSAGE, message)
+        runner.send_message(FATAL_MESSAGE, {"message": message})
         return
     sys.stderr.write(f"error: {message}\n")
     sys.stderr.flush()
@@ -424,7 +424,7 @@ def fail(message: str) -> None:
     as on every other path, for a pipeline that reads only that."""
     sys.stderr.write(f"error: {message}\n")
     sys.stderr.flush()
-    outcome = {
+    outcome: dict[str, Any] = {
         "status": "config_error",
         "exit_code": verdicts.EXIT_CODES["config_error"],
         "reasons": ["nothing was sent (the error above)"],

@@ -81,27 +81,27 @@ class LLMUser(FastHttpUser):
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
-        self.context: RunContext = context(environment)
+        self.run_context: RunContext = context(environment)
         self._connections: dict[str, Connection] = {}
         self._requests = 0
         self._fatal_streak = 0
-        if self.context.arrivals is not None:  # users are made after test start, when the schedule is known
-            self.wait_time = self.open_loop_wait_time
+        if self.run_context.arrivals is not None:  # users are made after test start, when the schedule is known
+            self.wait_time = self.open_loop_wait_time  # type: ignore[method-assign]  # Locust reads it per user
 
     @property
     def settings(self) -> Any:
         """The node's settings for this run (resolved at test start)."""
-        settings = self.context.settings
+        settings = self.run_context.settings
         if settings is None:  # a user run outside a normal Locust start (tests, tools)
-            self.context.start()
-            settings = self.context.settings
+            self.run_context.start()
+            settings = self.run_context.settings
         return settings
 
     def open_loop_wait_time(self) -> float:
         """In an open-loop run the arrival schedule decides when the next request goes: no think time."""
         return 0.0
 
-    def run(self) -> None:
+    def run(self) -> None:  # type: ignore[misc]  # Locust's final run(), extended: it still runs, after the connects
         """Open this user's connection to each endpoint of the pool before its first timed request (unless
         --llm-cold-connect; one that cannot connect now is tried again by its first request): a burst of users
         starting together would otherwise put their connection set-up, and the server's accept queue, into the first
@@ -145,9 +145,9 @@ class LLMUser(FastHttpUser):
         result)` then sees every attempt's final record inside the attempt: counts kept there agree with the records
         even when the run's end stops the user as the answer arrives (after chat() returns, they would be lost)."""
         rt = self.settings
-        if intended_send_ms is None and self.context.arrivals is not None:
-            intended_send_ms = wait_for_slot(self.context.arrivals, gevent.sleep)
-            found.open_loop_sent(self.context.scenarios.results)
+        if intended_send_ms is None and self.run_context.arrivals is not None:
+            intended_send_ms = wait_for_slot(self.run_context.arrivals, gevent.sleep)
+            found.open_loop_sent(self.run_context.scenarios.results)
         req = ChatRequest(messages=messages, max_tokens=max_tokens or rt.max_tokens, **request_options)
         facts = {"scenario": scenario or self.scenario, "turn": turn, "user_request_id": rt.next_request_id()}
         facts.update(prompt_tokens_est=prompt_tokens_est, intended_send_ms=intended_send_ms)
@@ -157,9 +157,9 @@ class LLMUser(FastHttpUser):
             return self._attempt(rt, rt.targets[name], req, attempt_facts, (check, on_record), handle)
 
         start_ns = time.time_ns()
-        delivery = self.context.dispatcher.send(attempt)
+        delivery = self.run_context.dispatcher.send(attempt)
         user = self._user_request(rt, delivery, facts, start_ns)
-        self.context.user_request(user, delivery)
+        self.run_context.user_request(user, delivery)
         answered = delivery.answered
         if answered is None:
             return Reply(self._circuit_open_record(rt, user), None, user)
@@ -198,7 +198,7 @@ class LLMUser(FastHttpUser):
 
     def _send(self, target: Target, conn: Connection, http: Any, handle: Handle | None) -> StreamOutcome:
         """The attempt on the wire, unless a client-side drill fault answers it (or delays it) first."""
-        fault = self.context.dispatcher.fault(target.name)
+        fault = self.run_context.dispatcher.fault(target.name)
         wait = handle.cancelled.wait if handle is not None else gevent.sleep
         delay = 0.0
         if fault is not None:
@@ -323,9 +323,9 @@ class LLMUser(FastHttpUser):
     ) -> None:
         """Tell the run's fatal-stop watch; after a failure that cannot heal, back off instead of spinning (`wait`:
         the attempt's cancel event, so a user stopped meanwhile does not hold up the end of the run)."""
-        verdict = self.context.fatal.observe(fatal or unreachable)
+        verdict = self.run_context.fatal.observe(fatal or unreachable)
         if verdict is not None:
-            stop_run(self.context, verdict)
+            stop_run(self.run_context, verdict)
         self._fatal_streak = self._fatal_streak + 1 if fatal else 0
         if self._fatal_streak:
             wait(backoff_s(self._fatal_streak))
@@ -356,7 +356,7 @@ class LLMUser(FastHttpUser):
         nothing) in a row of its own, `SCENARIO (cut off)`, whose time is how long it ran (docs/metrics.md)."""
         if record.status is not ErrorClass.CANCELLED:
             self._fire_locust_request(record)
-        self.context.record(record)
+        self.run_context.record(record)
 
     def _fire_locust_request(self, record: RequestRecord) -> None:
         exc = None

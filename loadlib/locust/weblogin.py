@@ -12,8 +12,9 @@ import os
 import secrets
 from typing import Any
 
-from flask import Blueprint, Response, redirect, request, session, url_for
+from flask import Blueprint, redirect, request, session, url_for
 from flask_login import UserMixin, login_user
+from werkzeug.wrappers.response import Response as WerkzeugResponse
 
 from loadlib.errors import ConfigError
 
@@ -53,7 +54,7 @@ def install_login(web_ui: Any) -> None:
     blueprint = Blueprint("llm_login", __name__)
 
     @blueprint.route(CALLBACK, methods=["POST"])
-    def _login() -> Response:
+    def _login() -> WerkzeugResponse:
         given_user, given_password = request.form.get("username", ""), request.form.get("password", "")
         if matches(given_user, user) & matches(given_password, password):
             login_user(WebUser(user))

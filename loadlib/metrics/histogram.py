@@ -28,7 +28,7 @@ from operator import rshift
 from typing import Any
 
 try:
-    from collections import _count_elements  # the C loop behind Counter.update, on any dict
+    from collections import _count_elements  # type: ignore[attr-defined]  # the C loop behind Counter.update
 except ImportError:  # pragma: no cover - only on Pythons without the C helper
 
     def _count_elements(mapping: dict[int, int], iterable: Iterable[int]) -> None:

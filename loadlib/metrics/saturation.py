@@ -203,7 +203,7 @@ def judge_window(
     The verdict's `window` states the span judged and, for each part left out, its sample count and worst lag."""
     empty = WindowSamples()
     judged, span = phases.get(MEASURED, empty), MEASURED_SPAN
-    left_out = (STARTUP, STOP)
+    left_out: tuple[str, ...] = (STARTUP, STOP)
     if not judged.lag.count:
         judged, span, left_out = phases.get(STARTUP, empty), STARTUP_SPAN, (STOP,)
     if not judged.lag.count:
@@ -236,9 +236,9 @@ def saturation_verdict(
     cpu_over = cpu_p90 is not None and cpu_p90 > t.cpu_percent
     cause = (CPU_BOUND if cpu_over else None) or (lag_cause(over or {}) if lag_over else None)
     reasons = []
-    if lag_over:
+    if lag_p99 is not None and lag_over:
         reasons.append(_lag_reason(lag_p99, t.loop_lag_p99_ms, cause, over))
-    if cpu_over:
+    if cpu_p90 is not None and cpu_over:
         reasons.append(
             f"worker CPU p90 {over_text(cpu_p90, t.cpu_percent)} % > {t.cpu_percent:g} %: the load generator is "
             "CPU-bound and its latencies are inflated, add workers or lower the load"

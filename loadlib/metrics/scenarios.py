@@ -174,6 +174,11 @@ def _p(h: Histogram, q: int) -> float | None:
     return round(v, 3) if v is not None else None
 
 
+def _most(counts: dict[str, int]) -> str:
+    """The key counted most (the first of a tie, as max keeps it)."""
+    return max(counts, key=lambda k: counts[k])
+
+
 def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 6) if whole else None
 
@@ -252,7 +257,7 @@ def _long_document(r: ScenarioResults) -> dict[str, Any] | None:
             "steps": [{"prompt_tokens": t, "outcomes": steps[t]} for t in sorted(steps)][:MAX_ROWS],
             "largest_fit": max(fits) if fits else None,
             "smallest_failure": smallest,
-            "failure": max(failed[smallest], key=failed[smallest].get) if smallest is not None else None,
+            "failure": _most(failed[smallest]) if smallest is not None else None,
             "largest_billed": int(billed.max) if (billed := _hist(r, "long_document", "probe_billed")).count else None,
         }
     return out or None

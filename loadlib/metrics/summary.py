@@ -223,7 +223,7 @@ def render_table(summary: dict[str, Any]) -> str:
             out.append(f"open loop, {r.get('name', '-')}: {lag_text}; E2E from intended send p50/p95/p99 {e2e_text} ms")
     out += _goodput_lines(summary)
     out += usage_lines(rows)
-    out += [line for r in rows if (line := tpot_gap_line(r))]
+    out += [gap for r in rows if (gap := tpot_gap_line(r))]
     out += [modes_line(str(r.get("name", "-")), k, m) for r in rows for k, m in (r.get("modes") or {}).items()]
     out.append(client_line(summary.get("client")))
     return "\n".join(out)

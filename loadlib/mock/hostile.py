@@ -461,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve(server: HostileServer, name: str, trust: Path | None) -> None:
     """Announce the URL (first stdout line, flushed) and serve until SIGTERM or Ctrl-C."""
-    host, port = server.server_address[:2]
+    host, port = str(server.server_address[0]), server.server_address[1]
     print(f"hostile server ({name}) listening on {'https' if trust else 'http'}://{host}:{port}", flush=True)
     if trust is not None:
         print(f"certificate to trust: {trust}", flush=True)

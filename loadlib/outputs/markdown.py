@@ -172,10 +172,10 @@ def _verdict_line(summary: Mapping[str, Any], results: list[Mapping[str, Any]]) 
     if verdict:
         status = str(verdict.get("status") or "")
         word = STATUS_WORDS.get(status, status.upper() or "UNKNOWN")
-        reasons = "; ".join(str(r) for r in verdict.get("reasons") or [])
+        given = "; ".join(str(r) for r in verdict.get("reasons") or [])
         code = verdict.get("exit_code")
         line = f"**Verdict: {word}**" + (f" (exit code {code})" if code is not None else "")
-        return line + (f": {esc(reasons)}" if reasons else "")
+        return line + (f": {esc(given)}" if given else "")
     word, reasons = _derived(summary, results)
     return f"**Verdict: {word}** (derived here: the run recorded no verdict)" + (
         f": {esc('; '.join(reasons))}" if reasons else ""

@@ -131,7 +131,7 @@ def tally(results: Sequence[Mapping[str, Any]], expected: int = 0) -> Thresholds
     watch uses (loadlib.verdicts.verdict.lost: a total like `requests > 1000` merely not reached yet is pending, as
     is one with too few samples). `expected`: the run's thresholds, some of which have no result until their rows
     have requests (pending too)."""
-    failing = tuple(str(r["expression"]) for r in lost(list(results)))
+    failing = tuple(str(r["expression"]) for r in lost(results))
     passing = sum(1 for r in results if r.get("passed") is True)
     return Thresholds(passing, failing, max(len(results), expected) - passing - len(failing))
 

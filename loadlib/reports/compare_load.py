@@ -85,7 +85,7 @@ def candidates(summary: dict[str, Any], file: str) -> list[Measured]:
                 context=_context(summary, endpoint, owner),
                 model=_model(meta, endpoint, alone),
                 provider=_text(meta.get("provider")) if alone else None,
-                **_figures([total] if exact else rows),
+                **_figures([total] if exact and isinstance(total, dict) else rows),
             )
         )
     return out

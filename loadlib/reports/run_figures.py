@@ -4,6 +4,7 @@ arrays the other run_* modules computed. Each returns the Figure; turning it int
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -54,7 +55,7 @@ def _time_limits(ax: Axes, x: np.ndarray, width: float) -> None:
     ax.set_ylim(bottom=0)
 
 
-def _steps(ax: Axes, x: np.ndarray, y: np.ndarray, width: float, **style: object) -> None:
+def _steps(ax: Axes, x: np.ndarray, y: np.ndarray, width: float, **style: Any) -> None:
     """One flat step per bin, the last one drawn to its end too."""
     ax.plot(np.append(x, x[-1] + width), np.append(y, y[-1]), drawstyle="steps-post", **style)
 

@@ -170,10 +170,10 @@ def _row_disagreements(row: Row, other: Mapping[str, Any]) -> list[str]:
     lat = other.get("latency_ms") or {}
     ours = {("ttft", "p50"): row.ttft[0], ("ttft", "p95"): row.ttft[1], ("ttft", "p99"): row.ttft[2]}
     ours |= {("e2e", "p50"): row.e2e[0], ("e2e", "p95"): row.e2e[1]}
-    for (metric, p), mine in ours.items():
+    for (metric, p), here in ours.items():
         given = (lat.get(metric) or {}).get(p)
-        if not _close(mine, given):
-            out.append(f"{row.name}: {metric.upper()} {p} {ms_text(mine)} ms here, {given} ms in the summary")
+        if not _close(here, given):
+            out.append(f"{row.name}: {metric.upper()} {p} {ms_text(here)} ms here, {given} ms in the summary")
     return out
 
 

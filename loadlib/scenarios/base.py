@@ -51,9 +51,9 @@ class ScenarioUser(LLMUser):
     def data(self) -> Any:
         """This scenario's prepared data for the run's current options."""
         assert self.spec is not None, f"{type(self).__name__} has no spec"
-        return self.context.scenarios.data(self.spec, self.environment.parsed_options)
+        return self.run_context.scenarios.data(self.spec, self.environment.parsed_options)
 
     @property
     def found(self) -> ScenarioResults:
         """Where this node's scenario results are counted (loadlib.metrics.scenarios records into it)."""
-        return self.context.scenarios.results
+        return self.run_context.scenarios.results

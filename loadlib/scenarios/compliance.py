@@ -133,7 +133,7 @@ class ComplianceUser(ScenarioUser):
 
     def _audit(self, case: ComplianceCase, repeat: bool, record: RequestRecord, result: StreamResult | None) -> None:
         """One audit line per attempt, written as its record is made (chat's on_record)."""
-        log = self.context.part(AuditPart).log
+        log = self.run_context.part(AuditPart).log
         if log is None:
             return
         digest = output_digest(structured_output(result))

@@ -183,7 +183,7 @@ class InfluxV2Transport:
 
     def write(self, body: bytes) -> None:
         try:
-            self._write_api.write(bucket=self.bucket, org=self.org, record=body, write_precision=self._precision)
+            self._write_api.write(bucket=self.bucket, org=self.org, record=body, write_precision=self._precision)  # type: ignore[arg-type]  # WritePrecision.NS is typed str
         except self._api_exception as exc:
             if not exc.status:  # raised for transport problems (e.g. TLS) before any HTTP status
                 raise WriteError(f"{type(exc).__name__}: {exc.reason}", retryable=True) from exc

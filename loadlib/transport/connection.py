@@ -113,7 +113,7 @@ class Response(HTTPResponse):
         self.stray = False
         self.head_bytes = 0  # bytes fed before the final head ended (interim 1xx heads included)
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: str | bytes) -> None:
         if self.framing_error is not None:
             raise self.framing_error
         if self.stray:
@@ -218,8 +218,8 @@ class Connection:
             sock.settimeout(None)  # limits come from the watchdog, not a Timeout per wait
             return sock
 
-        pool._create_socket = counted_create
-        pool._is_socket_alive = _idle_socket_alive
+        pool._create_socket = counted_create  # type: ignore[method-assign]  # the pool's hooks, counted and stamped
+        pool._is_socket_alive = _idle_socket_alive  # type: ignore[method-assign]
 
     def note_stray(self) -> str:
         """Say (rate-limited) that a response was followed by bytes it did not declare; the record's note."""

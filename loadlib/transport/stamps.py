@@ -24,7 +24,7 @@ import sys
 from contextlib import suppress
 from typing import Any
 
-_epoll = get_original("select", "epoll") if hasattr(select, "epoll") or sys.platform.startswith("linux") else None
+_epoll: Any = get_original("select", "epoll") if hasattr(select, "epoll") or sys.platform.startswith("linux") else None
 _start_thread = get_original("_thread", "start_new_thread")
 SO_TIMESTAMPNS: int | None = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
 ANCILLARY_SIZE = socket.CMSG_SPACE(16)

@@ -136,12 +136,18 @@ def _send(out: StreamOutcome, conn: Connection, req: HttpRequest, deadline: Dead
     return resp
 
 
+def _single(value: str | list[str] | None) -> str | None:
+    """A header's value; a header sent twice counts by its first value."""
+    return value[0] if isinstance(value, list) else value
+
+
 def _read_head(out: StreamOutcome, conn: Connection, method: str, deadline: Deadline) -> tuple[Response, float, float]:
     """Read until the final (non-1xx) response head is parsed; returns it with the arrival of its first byte and of
     the last head read (body bytes read with the head carry that stamp). A head longer than --llm-max-head-kb raises
     HeadTooLarge (`oversized`) before more than the cap is parsed."""
     resp = Response(method)
-    first = None
+    first: float | None = None
+    last = 0.0
     while not resp.final_head:
         try:
             data, start, last = conn.recv(deadline.head_at)
@@ -153,7 +159,7 @@ def _read_head(out: StreamOutcome, conn: Connection, method: str, deadline: Dead
         if first is None:
             first = start
         resp.feed_head(data, conn.limits.head)
-    return resp, first, last
+    return resp, first if first is not None else last, last
 
 
 def _keep_headers(out: StreamOutcome, resp: Response) -> None:
@@ -171,12 +177,12 @@ def _classify_head(out: StreamOutcome, conn: Connection, req: HttpRequest, resp:
     status = resp.status_code
     if status in (401, 403, 404):
         out.fatal = _http_fatal(status, conn)
-    encoding = resp.get("content-encoding")
+    encoding = _single(resp.get("content-encoding"))
     if 400 <= status < 600 or (200 <= status < 300 and not encoding):
         return  # the body decides (nearly every response: nothing more is built per request)
     url = f"{conn.endpoint.scheme}://{conn.host}{req.path}"
     accept = header(req.headers, "accept-encoding")
-    verdict = head_verdict(status, resp.get("location"), encoding, accept, url)
+    verdict = head_verdict(status, _single(resp.get("location")), encoding, accept, url)
     if verdict is not None:
         out.status, out.message = verdict
         if out.status is ErrorClass.HTTP_REDIRECT:

@@ -6,6 +6,7 @@ request: exit 1), so a run without thresholds keeps the exit code it always had.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loadlib.verdicts.thresholds import METRICS
@@ -128,7 +129,7 @@ def no_verdict(errors: int, exit_code: int) -> dict[str, Any]:
     return {"status": "errors", "exit_code": exit_code, "reasons": [f"{what} (no thresholds: Locust's rule)"]}
 
 
-def lost(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def lost(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The failed results a run can no longer win back. A sampled number (a percentile, a rate, a throughput) is
     judged as it stands, with its sample rule; a total (requests, errors, cost) only grows, so it is lost only when
     its upper bound is already passed: `requests > 1000` failing at 10 s is merely not reached yet."""

@@ -227,3 +227,27 @@ def test_a_lost_worker_prints_incomplete_with_its_code(tmp_path: Path) -> None:
             p.kill()
     assert proc.returncode == 3 and verdict_of(out)[:2] == ("INCOMPLETE", 3), out[-2500:]
     outputs_say(tmp_path, "incomplete", 3)
+
+
+def test_a_dead_endpoint_seen_by_a_worker_stops_the_distributed_run_as_fatal(tmp_path: Path, dead: str) -> None:
+    """A worker hands its fatal line to the master (a custom message), which stops every worker and exits 2."""
+    port = free_port()
+    bind = ("--master-bind-host", "127.0.0.1", "--master-bind-port", str(port), "--expect-workers", "1")
+    target = ("--host", dead, "--llm-api-key-env", "none", "--llm-stop-on-fatal-s", "1", *CALM)
+    summary = ("--llm-summary", str(tmp_path / "s.json"))
+    cmd = locust_cmd("--master", "--headless", "-u", "2", "-r", "2", "-t", "30s", *bind, *target, *summary)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    one = worker(port, "locustfiles/chat.py")
+    started = time.monotonic()
+    try:
+        out, _ = proc.communicate(timeout=60)
+        one.wait(timeout=30)
+    finally:
+        proc.kill()
+        one.kill()
+    assert proc.returncode == 2 and verdict_of(out)[:2] == ("FATAL", 2), out[-2500:]
+    assert time.monotonic() - started < 20, "stopped after the 1 s window, not at -t 30s"
+    errors = [line for line in out.splitlines() if line.startswith("error: ")]
+    assert errors and dead in errors[0] and "connection refused" in errors[0], out[-2000:]
+    s = load(tmp_path / "s.json")
+    assert s["verdict"]["status"] == "fatal" and dead in s["fatal"]

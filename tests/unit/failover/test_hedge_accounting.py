@@ -44,7 +44,7 @@ def test_a_cancelled_loser_is_not_a_locust_request(user_with_events: Any) -> Non
     user._report(make_record(endpoint=user.settings.endpoint.name, **LOSER))
     user._report(make_record(endpoint=user.settings.endpoint.name))
     assert [kw["exception"] for kw in seen] == [None]  # the winner alone
-    total = user.context.stats.stats.total
+    total = user.run_context.stats.stats.total
     assert (total.requests, total.cancelled, total.failed) == (2, 1, 0)
 
 

@@ -50,7 +50,7 @@ def test_a_request_is_one_record_for_locust_and_for_loadlib(user_with: Any) -> N
     reply = user.chat([{"role": "user", "content": "hi"}])
     assert reply.ok and reply.text == "ab" and reply.record.completion_tokens == 2
     assert len(seen) == 1 and seen[0]["exception"] is None and seen[0]["name"] == "chat"
-    assert user.context.stats.stats.total.requests == 1
+    assert user.run_context.stats.stats.total.requests == 1
 
 
 def test_a_bug_after_the_stream_is_a_counted_internal_error(monkeypatch, user_with: Any) -> None:
@@ -64,4 +64,4 @@ def test_a_bug_after_the_stream_is_a_counted_internal_error(monkeypatch, user_wi
     reply = user.chat([{"role": "user", "content": "hi"}])
     assert reply.record.status is ErrorClass.INTERNAL_ERROR and "KeyError" in reply.record.error_message
     assert len(seen) == 1 and seen[0]["exception"] is not None
-    assert user.context.stats.stats.total.requests == 1
+    assert user.run_context.stats.stats.total.requests == 1
