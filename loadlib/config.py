@@ -13,9 +13,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from loadlib.errors import ConfigError
+from loadlib.providers import registry
 
-PROVIDERS = ("openai", "anthropic")
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 NO_KEY = "none"
 
 
@@ -118,9 +117,22 @@ def default_name(scheme: str, host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def check_provider(provider: str) -> None:
+    """ConfigError naming the known providers unless `provider` is one."""
+    if provider not in registry.names():
+        raise ConfigError(f"unknown provider {provider!r}: use one of {', '.join(registry.names())}")
+
+
+def key_variable(named: str | None, provider: str, mock: bool = False) -> str | None:
+    """The environment variable holding an endpoint's key: the one named, else the provider's usual one (a mock
+    needs none); None when there is no key ("none")."""
+    variable = named or (None if mock else registry.key_env(provider))
+    return None if not variable or variable.lower() == NO_KEY else variable
+
+
 def make_endpoint(
     base_url: str,
-    provider: str = "openai",
+    provider: str = registry.DEFAULT,
     model: str = "gpt-4o-mini",
     api_key_env: str | None = None,
     name: str | None = None,
@@ -128,15 +140,12 @@ def make_endpoint(
 ) -> Endpoint:
     """Validate and build an Endpoint. `api_key_env=None` means the provider's usual variable; "none" means no key."""
     provider = (provider or "").strip().lower()
-    if provider not in PROVIDERS:
-        raise ConfigError(f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
+    check_provider(provider)
     scheme, host, port, path = parse_base_url(base_url)
     name = name or default_name(scheme, host, port)
     if not model:
         raise ConfigError("no model given: set --llm-model (or LLM_MODEL)")
-    key_env = DEFAULT_KEY_ENV[provider] if api_key_env is None or api_key_env == "" else api_key_env
-    if key_env.lower() == NO_KEY:
-        key_env = None
+    key_env = key_variable(api_key_env, provider)
     if key_env and require_key and not os.environ.get(key_env):
         raise ConfigError(
             f"endpoint {name!r} needs an API key in the environment variable {key_env}, which is not set: "

@@ -27,7 +27,7 @@ from loadlib.providers.base import (
     StreamResult,
     ToolCall,
 )
-from loadlib.providers.openai import join_path, merge_body, merge_headers
+from loadlib.providers.http import join_path, json_body, merge_body, merge_headers
 from loadlib.providers.usage import ANTHROPIC_KEYS, anthropic_usage
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -232,6 +232,10 @@ class AnthropicAdapter:
     """Builds POST {base}/v1/messages (the base URL has no /v1, as in the SDK) and reads its stream or body."""
 
     name = "anthropic"
+    summary = "Messages"
+    key_env = "ANTHROPIC_API_KEY"
+    cached_included = False  # input_tokens excludes cache reads and writes
+    root_path = ""  # the SDK's base URL has no /v1: build() adds /v1/messages
 
     def build(self, base_path: str, model: str, api_key: str | None, req: ChatRequest) -> HttpRequest:
         system: list[str] = []
@@ -268,12 +272,7 @@ class AnthropicAdapter:
         return AnthropicParser()
 
     def parse_response(self, body: bytes) -> StreamResult:
-        try:
-            obj = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise MalformedEventError(errors_body.not_json("messages body", body)) from None
-        if not isinstance(obj, dict):
-            raise MalformedEventError("messages body is not a JSON object")
+        obj = json_body(body, "messages body")
         if obj.get("type") == "error":
             return StreamResult(error=errors_body.stream_error(obj), terminal=True)
         if obj.get("type") == "message" and type(obj.get("content")) is not list:
