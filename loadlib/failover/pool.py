@@ -69,7 +69,7 @@ from loadlib.failover.drills_config import (
     text,
 )
 from loadlib.failover.retry import DEFAULT_RETRYABLE, RetryConfig
-from loadlib.mock.config import CONVERTERS, KEYS, MockConfig, MockConfigError
+from loadlib.mockapi.config import CONVERTERS, KEYS, MockConfig, MockConfigError
 from loadlib.providers import registry
 from loadlib.records.pricing import ModelPrice
 
