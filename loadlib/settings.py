@@ -85,7 +85,7 @@ def secrets_of(options: Any, pool: PoolConfig | None = None) -> Redactor:
     named = str(getattr(options, "llm_api_key_env", "") or "")
     provider = str(getattr(options, "llm_provider", "") or "").strip().lower()
     specs = pool.endpoints if pool is not None else ()
-    variables = [key_variable(named, provider), *(spec.key_variable for spec in specs)]
+    variables = [key_variable(named, provider), *(key_variable(s.key_env, s.provider, s.is_mock) for s in specs)]
     kept = [v for v in variables if v]
     return Redactor.from_environment([*dict.fromkeys(kept), *SECRET_VARIABLES])
 

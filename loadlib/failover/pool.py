@@ -122,11 +122,6 @@ class EndpointSpec:
         """Drills break this endpoint on the server (its mock's admin API) rather than in the client."""
         return self.is_mock or self.admin_url is not None
 
-    @property
-    def key_variable(self) -> str | None:
-        """The environment variable holding its key (None: no key)."""
-        return key_variable(self.key_env, self.provider, self.is_mock)
-
     def timeouts_over(self, run: Timeouts) -> Timeouts:
         """The run's timeouts with this endpoint's overrides on top."""
         return dataclasses.replace(run, **self.timeouts) if self.timeouts else run
@@ -492,7 +487,7 @@ def _check_endpoint(spec: EndpointSpec, place: Place) -> None:
 
 def _check_key(spec: EndpointSpec, place: Place, source: str) -> None:
     """The key variable must be set, as config.make_endpoint requires for a single --host."""
-    key_env = spec.key_variable
+    key_env = key_variable(spec.key_env, spec.provider, spec.is_mock)
     if not key_env or os.environ.get(key_env):
         return
     fix = "pass --llm-api-key-env none" if source == ONE_SOURCE else "set key_env: none"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 from loadlib.metrics.scenarios import MAX_ROWS, ScenarioResults, Section, hist, key, num, select
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 
 SEP = "|"
 MAX_ROWS = 50  # turns, sweep steps or probe steps shown per scenario

@@ -9,7 +9,7 @@ import pytest
 
 from loadlib.failover.figures import drill_figures, lines, quality_figures, traffic_series
 from loadlib.failover.ledger import Ledger
-from loadlib.metrics.histogram import RELATIVE_ERROR
+from loadlib.histogram import RELATIVE_ERROR
 from tests.support import ledger_timeline as timeline
 from tests.support.ledger_timeline import DRILL, W2, Event, feed
 
