@@ -1,5 +1,6 @@
 """A toy provider, the one module docs/extending.md ("A new provider") asks for: an adapter for a made-up streaming
-dialect, registered by name when the module is imported.
+dialect, registered by name. A real provider's module calls `registry.register` when it is imported; this one waits
+for `register()`, so the rest of the test suite sees only the built-in providers.
 
 The dialect: POST {base}/generate with {"model", "prompt", "max_tokens", "stream"}; the stream is SSE events
 `data: {"token": "..."}` ending with `data: {"end": "stop", "usage": {"input": n, "output": m}}`; an in-stream
@@ -117,4 +118,9 @@ class ToyAdapter:
         return errors_body.classify(status, body)
 
 
-registry.register(ToyAdapter())
+def register() -> None:
+    registry.register(ToyAdapter())
+
+
+def unregister() -> None:
+    registry.unregister(NAME)

@@ -30,6 +30,16 @@ def sse(*events: dict[str, Any]) -> bytes:
 # --- the provider -------------------------------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def toy_provider() -> Iterator[None]:
+    """The toy provider registered for each test of this module only."""
+    provider.register()
+    try:
+        yield
+    finally:
+        provider.unregister()
+
+
 def test_the_toy_provider_is_known_by_name_with_its_facts() -> None:
     assert provider.NAME in registry.names()
     assert key_variable(None, "toy") == "TOY_API_KEY" and key_variable("none", "toy") is None
