@@ -27,7 +27,7 @@ from loadlib.providers.base import (
     StreamResult,
     ToolCall,
 )
-from loadlib.providers.http import join_path, json_body, merge_body, merge_headers
+from loadlib.providers.http import join_path, json_body, post_json
 from loadlib.providers.usage import ANTHROPIC_KEYS, anthropic_usage
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -254,7 +254,6 @@ class AnthropicAdapter:
         if req.json_schema is not None:
             body["tools"] = [{"name": req.json_schema_name, "input_schema": req.json_schema}]
             body["tool_choice"] = {"type": "tool", "name": req.json_schema_name}
-        merge_body(body, req.extra_body)
         headers = {
             "anthropic-version": ANTHROPIC_VERSION,
             "content-type": "application/json",
@@ -263,10 +262,9 @@ class AnthropicAdapter:
         }
         if api_key:
             headers["x-api-key"] = api_key
-        headers = merge_headers(headers, req.extra_headers)
         base = base_path.strip().rstrip("/")
         path = join_path(base, "/messages" if base.endswith("/v1") else "/v1/messages")
-        return HttpRequest("POST", path, headers, orjson.dumps(body))
+        return post_json(path, body, headers, req)
 
     def new_parser(self) -> AnthropicParser:
         return AnthropicParser()

@@ -1,4 +1,5 @@
-"""What every adapter does the same way: join the base path, merge the caller's extras, read a JSON body.
+"""What every adapter does the same way: join the base path, send a JSON POST with the caller's extras merged last,
+read a JSON body.
 
 One module for all adapters, so a new provider borrows nothing from another provider's module."""
 
@@ -10,6 +11,7 @@ import orjson
 
 from loadlib.errors import MalformedEventError
 from loadlib.providers import errors_body
+from loadlib.providers.base import ChatRequest, HttpRequest
 
 
 def join_path(base_path: str, suffix: str) -> str:
@@ -36,6 +38,12 @@ def merge_headers(headers: dict[str, str], extra: dict[str, str]) -> dict[str, s
         headers = {k: v for k, v in headers.items() if k.lower() not in lowered}
         headers.update(extra)
     return headers
+
+
+def post_json(path: str, body: dict[str, Any], headers: dict[str, str], req: ChatRequest) -> HttpRequest:
+    """POST `body` as JSON to `path`, the request's `extra_body` and `extra_headers` merged last."""
+    merge_body(body, req.extra_body)
+    return HttpRequest("POST", path, merge_headers(headers, req.extra_headers), orjson.dumps(body))
 
 
 def json_body(body: bytes, what: str) -> dict[str, Any]:

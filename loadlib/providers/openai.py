@@ -28,7 +28,7 @@ from loadlib.providers.base import (
     StreamResult,
     ToolCall,
 )
-from loadlib.providers.http import join_path, json_body, merge_body, merge_headers
+from loadlib.providers.http import join_path, json_body, post_json
 from loadlib.providers.usage import openai_usage
 
 _loads = orjson.loads
@@ -379,7 +379,6 @@ class OpenAIAdapter:
                 "type": "json_schema",
                 "json_schema": {"name": req.json_schema_name, "schema": req.json_schema, "strict": True},
             }
-        merge_body(body, req.extra_body)
         headers = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream" if req.stream else "application/json",
@@ -387,8 +386,7 @@ class OpenAIAdapter:
         }
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
-        headers = merge_headers(headers, req.extra_headers)
-        return HttpRequest("POST", join_path(base_path, "/chat/completions"), headers, orjson.dumps(body))
+        return post_json(join_path(base_path, "/chat/completions"), body, headers, req)
 
     def new_parser(self) -> OpenAIChatParser:
         return OpenAIChatParser()

@@ -27,7 +27,7 @@ from loadlib.providers.base import (
     StreamResult,
     Usage,
 )
-from loadlib.providers.http import join_path, json_body, merge_body, merge_headers
+from loadlib.providers.http import join_path, json_body, post_json
 
 NAME = "toy"
 
@@ -92,12 +92,10 @@ class ToyAdapter:
     def build(self, base_path: str, model: str, api_key: str | None, req: ChatRequest) -> HttpRequest:
         prompt = "\n".join(str(m.get("content") or "") for m in req.messages)
         body: dict[str, Any] = {"model": model, "prompt": prompt, "max_tokens": req.max_tokens, "stream": req.stream}
-        merge_body(body, req.extra_body)
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream", "Accept-Encoding": "identity"}
         if api_key:
             headers["Authorization"] = f"Token {api_key}"
-        headers = merge_headers(headers, req.extra_headers)
-        return HttpRequest("POST", join_path(base_path, "/generate"), headers, orjson.dumps(body))
+        return post_json(join_path(base_path, "/generate"), body, headers, req)
 
     def new_parser(self) -> ToyParser:
         return ToyParser()
