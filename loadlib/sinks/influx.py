@@ -89,6 +89,7 @@ class InfluxSink:
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 10.0,
         encode_chunk: int = 100,
+        backoff_wait: Callable[[float], Any] | None = None,
     ) -> None:
         if batch_size < 1 or flush_interval_s <= 0 or encode_chunk < 1:
             raise ValueError("batch_size and encode_chunk must be >= 1 and flush_interval_s > 0")
@@ -113,6 +114,8 @@ class InfluxSink:
         self._last_error_log = 0.0
         self._wake = gevent.event.Event()
         self._closing_evt = gevent.event.Event()
+        # how a backoff is waited out: until the delay ends or close() cuts it short (a test records the delays)
+        self._backoff_wait = backoff_wait or self._closing_evt.wait
         self._closing = False
         self._closed = False
         self._greenlet: gevent.Greenlet | None = None
@@ -270,7 +273,7 @@ class InfluxSink:
             if self._closing:
                 gevent.sleep(min(delay, 0.25))  # keep trying until close()'s deadline, without spinning
             else:
-                self._closing_evt.wait(delay)  # close() cuts the backoff short for a last attempt
+                self._backoff_wait(delay)  # close() cuts the backoff short for a last attempt
 
     def _flush(self) -> tuple[bool, float | None]:
         """Write everything buffered, batch by batch. (False, retry_after) when InfluxDB should be retried later."""
