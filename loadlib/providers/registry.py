@@ -78,19 +78,19 @@ def base_url_at(server_url: str, provider: str) -> str:
     return server_url + get_adapter(provider).root_path
 
 
-def either(words: list[str]) -> str:
+def _either(words: list[str]) -> str:
     """ "a", "a or b", "a, b or c"."""
     return " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 
 def providers_help() -> str:
     """Each provider with what it speaks, for --llm-provider's help."""
-    return either([f"{a.name} ({a.summary})" for a in _ADAPTERS.values()])
+    return _either([f"{a.name} ({a.summary})" for a in _ADAPTERS.values()])
 
 
 def key_envs_help() -> str:
     """Each provider's default key variable, for --llm-api-key-env's help."""
-    return either([a.key_env for a in _ADAPTERS.values()])
+    return _either([a.key_env for a in _ADAPTERS.values()])
 
 
 def check_content_type(content_type: str) -> None:
