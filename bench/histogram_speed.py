@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loadlib.metrics.histogram import Histogram, record_many_into
+from loadlib.histogram import Histogram, record_many_into
 from loadlib.metrics.stats import LLMStats
 from loadlib.records.record import RequestRecord
 

@@ -13,9 +13,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from loadlib.errors import ConfigError
+from loadlib.providers import registry
 
-PROVIDERS = ("openai", "anthropic")
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 NO_KEY = "none"
 
 
@@ -44,22 +43,18 @@ class Limits:
     event: int = 8 << 20
     response: int = 128 << 20
     head: int = 64 << 10  # status line and header section (interim 1xx heads included): --llm-max-head-kb
-    text: int = 1 << 20  # output characters a parser keeps (loadlib.providers.kept): --llm-max-text-kb
 
     def __post_init__(self) -> None:
         for name in ("line", "event", "response"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1024:
                 raise ConfigError(f"--llm-max-{name}-mb must be at least 0.001 (1 KiB), got {value / (1 << 20):g}")
-        for name in ("head", "text"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1024:
-                raise ConfigError(f"--llm-max-{name}-kb must be at least 1, got {value / 1024:g}")
+        if not isinstance(self.head, int) or self.head < 1024:
+            raise ConfigError(f"--llm-max-head-kb must be at least 1, got {self.head / 1024:g}")
 
     @classmethod
-    def from_mb(cls, line: float, event: float, response: float, head_kb: float = 64, text_kb: float = 1024) -> Limits:
-        line_b, event_b, response_b = (int(v * (1 << 20)) for v in (line, event, response))
-        return cls(line_b, event_b, response_b, int(head_kb * 1024), int(text_kb * 1024))
+    def from_mb(cls, line: float, event: float, response: float, head_kb: float = 64) -> Limits:
+        return cls(int(line * (1 << 20)), int(event * (1 << 20)), int(response * (1 << 20)), int(head_kb * 1024))
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +117,22 @@ def default_name(scheme: str, host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def check_provider(provider: str) -> None:
+    """ConfigError naming the known providers unless `provider` is one."""
+    if provider not in registry.names():
+        raise ConfigError(f"unknown provider {provider!r}: use one of {', '.join(registry.names())}")
+
+
+def key_variable(named: str | None, provider: str, mock: bool = False) -> str | None:
+    """The environment variable holding an endpoint's key: the one named, else the provider's usual one (a mock
+    needs none); None when there is no key ("none")."""
+    variable = named or (None if mock else registry.key_env(provider))
+    return None if not variable or variable.lower() == NO_KEY else variable
+
+
 def make_endpoint(
     base_url: str,
-    provider: str = "openai",
+    provider: str = registry.DEFAULT,
     model: str = "gpt-4o-mini",
     api_key_env: str | None = None,
     name: str | None = None,
@@ -132,14 +140,12 @@ def make_endpoint(
 ) -> Endpoint:
     """Validate and build an Endpoint. `api_key_env=None` means the provider's usual variable; "none" means no key."""
     provider = (provider or "").strip().lower()
-    if provider not in PROVIDERS:
-        raise ConfigError(f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
+    check_provider(provider)
     scheme, host, port, path = parse_base_url(base_url)
     name = name or default_name(scheme, host, port)
     if not model:
         raise ConfigError("no model given: set --llm-model (or LLM_MODEL)")
-    named = DEFAULT_KEY_ENV[provider] if api_key_env is None or api_key_env == "" else api_key_env
-    key_env = None if named.lower() == NO_KEY else named
+    key_env = key_variable(api_key_env, provider)
     if key_env and require_key and not os.environ.get(key_env):
         raise ConfigError(
             f"endpoint {name!r} needs an API key in the environment variable {key_env}, which is not set: "
@@ -181,4 +187,4 @@ def timeouts_from_options(options: Any) -> Timeouts:
 
 def limits_from_options(options: Any) -> Limits:
     mb = (options.llm_max_line_mb, options.llm_max_event_mb, options.llm_max_response_mb)
-    return Limits.from_mb(*mb, getattr(options, "llm_max_head_kb", 64), getattr(options, "llm_max_text_kb", 1024))
+    return Limits.from_mb(*mb, getattr(options, "llm_max_head_kb", 64))

@@ -19,6 +19,7 @@ from typing import Any
 
 from loadlib.outputs.progress import checked_mode as checked_progress
 from loadlib.pacing import PROCESSES as ARRIVAL_PROCESSES
+from loadlib.providers import registry as providers
 
 ENDPOINT = "LLM endpoint and requests"
 LIMITS = "Time and size limits"
@@ -96,17 +97,16 @@ OPTIONS: tuple[Option, ...] = (
     _o(
         "--llm-provider",
         ENDPOINT,
-        "openai",
-        "API the endpoint speaks: openai (Chat Completions; also vLLM, TGI, Ollama /v1, Azure, Groq...) or "
-        "anthropic (Messages). The base URL is Locust's --host (or LLM_BASE_URL); without one, the embedded mock LLM "
-        "server is started and targeted.",
+        providers.DEFAULT,
+        f"API the endpoint speaks: {providers.providers_help()}. The base URL is Locust's --host (or LLM_BASE_URL); "
+        "without one, the embedded mock LLM server is started and targeted.",
     ),
     _o("--llm-model", ENDPOINT, "mock-llm", "Model name sent in every request."),
     _o(
         "--llm-api-key-env",
         ENDPOINT,
         "",
-        "Name of the environment variable holding the API key (default: OPENAI_API_KEY or ANTHROPIC_API_KEY; "
+        f"Name of the environment variable holding the API key (default: {providers.key_envs_help()}; "
         "'none' for servers without auth). Keys are never taken from the command line.",
     ),
     _o(

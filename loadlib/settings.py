@@ -20,13 +20,14 @@ from loadlib.config import (
     Limits,
     Timeouts,
     endpoint_from_options,
+    key_variable,
     limits_from_options,
     make_endpoint,
     timeouts_from_options,
 )
 from loadlib.failover.pool import EndpointSpec, PoolConfig, parse_pool, pool_of_one, read_pool, with_overrides
+from loadlib.providers import registry
 from loadlib.providers.base import Adapter
-from loadlib.providers.registry import get_adapter
 from loadlib.records.pricing import PriceTable
 from loadlib.redact import Redactor
 
@@ -81,14 +82,11 @@ class RunSettings:
 def secrets_of(options: Any, pool: PoolConfig | None = None) -> Redactor:
     """The redactor for the values of every key variable the options and the pool name (and InfluxDB's
     credentials)."""
-    from loadlib.config import DEFAULT_KEY_ENV
-
     named = str(getattr(options, "llm_api_key_env", "") or "")
     provider = str(getattr(options, "llm_provider", "") or "").strip().lower()
-    variables = [named or DEFAULT_KEY_ENV.get(provider)]
-    for spec in pool.endpoints if pool is not None else ():
-        variables.append(spec.key_env or (None if spec.is_mock else DEFAULT_KEY_ENV.get(spec.provider)))
-    kept = [v for v in variables if v and v.lower() != NO_KEY]
+    specs = pool.endpoints if pool is not None else ()
+    variables = [key_variable(named, provider), *(key_variable(s.key_env, s.provider, s.is_mock) for s in specs)]
+    kept = [v for v in variables if v]
     return Redactor.from_environment([*dict.fromkeys(kept), *SECRET_VARIABLES])
 
 
@@ -143,7 +141,7 @@ def make_target(spec: EndpointSpec, url: str | None, run: Target, require_key: b
     endpoint = make_endpoint(spec.base_url or url or "", spec.provider, spec.model, key_env, spec.name, require_key)
     timeouts = spec.timeouts_over(run.timeouts)
     prices = PriceTable({spec.model: spec.prices}, source=f"pool endpoint {spec.name}") if spec.prices else run.prices
-    return Target(endpoint, get_adapter(endpoint.provider), timeouts, prices)
+    return Target(endpoint, registry.get_adapter(endpoint.provider), timeouts, prices)
 
 
 def build_settings(options: Any, host: str, worker_id: str, require_key: bool = True) -> RunSettings:
@@ -178,6 +176,6 @@ def build_settings(options: Any, host: str, worker_id: str, require_key: bool = 
 
 def _run_defaults(options: Any, endpoint: Endpoint | None) -> Target:
     """The run-wide timeouts and prices (and, without a pool, its one endpoint) as a Target."""
-    placeholder = endpoint or make_endpoint("http://127.0.0.1:1", "openai", "any", NO_KEY, "defaults")
+    placeholder = endpoint or make_endpoint("http://127.0.0.1:1", registry.DEFAULT, "any", NO_KEY, "defaults")
     prices = PriceTable.load(options.llm_price_table or None)
-    return Target(placeholder, get_adapter(placeholder.provider), timeouts_from_options(options), prices)
+    return Target(placeholder, registry.get_adapter(placeholder.provider), timeouts_from_options(options), prices)

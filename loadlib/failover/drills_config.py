@@ -8,7 +8,7 @@ Two command-line forms, both accepted:
     endpoint=primary,fault=rate_limit,at=20,for=20,retry_after_s=2
 
 Durations are numbers (seconds) or strings with a unit: `250ms`, `20s`, `1.5m`; no unit means seconds. A fault takes
-only the parameters the mock's admin API accepts for it (loadlib.mock.faults.PARAMS, plus `rate`), so a drill the
+only the parameters the mock's admin API accepts for it (loadlib.mockapi.faults.PARAMS, plus `rate`), so a drill the
 pool accepts is never refused by a mock mid-run, and a typo cannot silently run with a default.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from loadlib.errors import ConfigError
-from loadlib.mock.faults import MAX_FOR_S, PARAMS
+from loadlib.mockapi.faults import MAX_FOR_S, PARAMS
 
 DRILL_FAULTS = ("refuse", "http_500", "http_503", "stall", "rate_limit", "latency", "broken")
 CLIENT_SIDE_FAULTS = ("refuse", "http_500", "http_503", "stall", "rate_limit", "latency")  # 'broken' needs a mock

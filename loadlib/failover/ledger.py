@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 
 FORMAT = 1
 MAX_TRANSITIONS = 10_000

@@ -50,7 +50,7 @@ from typing import Any
 
 import yaml
 
-from loadlib.config import DEFAULT_KEY_ENV, NO_KEY, PROVIDERS, Endpoint, Timeouts, parse_base_url
+from loadlib.config import NO_KEY, Endpoint, Timeouts, key_variable, parse_base_url
 from loadlib.errors import ConfigError, ErrorClass
 from loadlib.failover import drills_config
 from loadlib.failover.breaker import DEFAULT_COUNTED, BreakerConfig
@@ -69,7 +69,8 @@ from loadlib.failover.drills_config import (
     text,
 )
 from loadlib.failover.retry import DEFAULT_RETRYABLE, RetryConfig
-from loadlib.mock.config import CONVERTERS, KEYS, MockConfig, MockConfigError
+from loadlib.mockapi.config import CONVERTERS, KEYS, MockConfig, MockConfigError
+from loadlib.providers import registry
 from loadlib.records.pricing import ModelPrice
 
 POLICIES = ("priority", "weighted")
@@ -101,7 +102,7 @@ class EndpointSpec:
     keys given (see the module docstring); `mock` {} is a mock with default settings."""
 
     name: str
-    provider: str = "openai"
+    provider: str = registry.DEFAULT
     base_url: str | None = None
     model: str = "gpt-4o-mini"
     key_env: str | None = None
@@ -277,7 +278,7 @@ def _endpoint(data: Any, place: Place) -> EndpointSpec:
     opt = {k: v for k, v in data.items() if v is not None}
     return EndpointSpec(
         name=name,
-        provider=text(opt.get("provider", "openai"), place.key("provider")).lower(),
+        provider=text(opt.get("provider", registry.DEFAULT), place.key("provider")).lower(),
         base_url=text(opt["base_url"], place.key("base_url")) if "base_url" in opt else None,
         model=text(opt.get("model", "gpt-4o-mini"), place.key("model")),
         key_env=_key_env(opt["key_env"], place.key("key_env")) if "key_env" in opt else None,
@@ -463,8 +464,8 @@ def check_pool(pool: PoolConfig, require_keys: bool = True) -> None:
 
 
 def _check_endpoint(spec: EndpointSpec, place: Place) -> None:
-    if spec.provider not in PROVIDERS:
-        place.key("provider").fail(f"must be one of {', '.join(PROVIDERS)}, got {show(spec.provider)}")
+    if spec.provider not in registry.names():
+        place.key("provider").fail(f"must be one of {', '.join(registry.names())}, got {show(spec.provider)}")
     if spec.priority < 1:
         place.key("priority").fail(f"must be a whole number >= 1 (1 is tried first), got {show(spec.priority)}")
     if not spec.weight > 0:
@@ -486,8 +487,8 @@ def _check_endpoint(spec: EndpointSpec, place: Place) -> None:
 
 def _check_key(spec: EndpointSpec, place: Place, source: str) -> None:
     """The key variable must be set, as config.make_endpoint requires for a single --host."""
-    key_env = spec.key_env or (None if spec.is_mock else DEFAULT_KEY_ENV.get(spec.provider))
-    if not key_env or key_env.lower() == NO_KEY or os.environ.get(key_env):
+    key_env = key_variable(spec.key_env, spec.provider, spec.is_mock)
+    if not key_env or os.environ.get(key_env):
         return
     fix = "pass --llm-api-key-env none" if source == ONE_SOURCE else "set key_env: none"
     place.fail(

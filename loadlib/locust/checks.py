@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from loadlib.config import PROVIDERS, Limits, Timeouts, limits_from_options, make_endpoint, timeouts_from_options
+from loadlib.config import Limits, Timeouts, check_provider, limits_from_options, make_endpoint, timeouts_from_options
 from loadlib.errors import ConfigError
 from loadlib.locust.embedded_mock import mock_config
 from loadlib.pacing import PROCESSES
@@ -36,8 +36,7 @@ def check_run(options: Any, host: str, worker: str = "master", pooled: bool = Fa
 def check_endpoint(options: Any, host: str, pooled: bool = False) -> tuple[Timeouts, Limits]:
     """Provider, model, key, timeouts, limits, price table, load model; the mock's settings when it will be used."""
     provider = str(options.llm_provider or "").strip().lower()
-    if provider not in PROVIDERS:
-        raise ConfigError(f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
+    check_provider(provider)
     if pooled:
         pass
     elif host:

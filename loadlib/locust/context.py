@@ -21,6 +21,7 @@ from typing import Any
 from loadlib.errors import LoadlibError
 from loadlib.locust.failover_part import FailoverPart
 from loadlib.locust.fatal import FatalStop
+from loadlib.locust.part_registry import make_parts, register_part
 from loadlib.locust.parts import HealthPart, NodePart, RecordsPart, StatsPart
 from loadlib.locust.scenario_part import ScenarioPart
 from loadlib.locust.sink_part import SinkPart
@@ -72,17 +73,16 @@ class RunContext:
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self.wired = False
-        self.stats, self.health, self.sinks = StatsPart(), HealthPart(), SinkPart()
-        self.scenarios = ScenarioPart(_scenario_specs(environment))
-        self.failover = FailoverPart(self.events, self.sinks)
-        self.parts: list[NodePart] = [self.stats, self.health, RecordsPart(), self.sinks, self.scenarios]
-        self.parts.append(self.failover)
-        # last: it judges what every other part summarized
-        self.verdicts = VerdictPart({s.name: s.slo for s in self.scenarios.specs})
         self.final_summary: dict[str, Any] | None = None
-        self.parts += [make() for spec in self.scenarios.specs for make in spec.parts]
-        self.workers = WorkersPart(self)  # after the sink: a worker's final report carries its closed sink's counts
-        self.parts += [self.workers, self.verdicts]
+        self._by_name: dict[str, NodePart] = {}
+        self.parts = make_parts(self, self._by_name)
+        self.stats: StatsPart = self.named("stats")
+        self.health: HealthPart = self.named("health")
+        self.sinks: SinkPart = self.named("influxdb")
+        self.scenarios: ScenarioPart = self.named("scenarios")
+        self.failover: FailoverPart = self.named("failover")
+        self.workers: WorkersPart = self.named("workers")
+        self.verdicts: VerdictPart = self.named("verdicts")
         self.events.worker_health.add_listener(self.sinks.on_health)
         self.events.endpoint_event.add_listener(self.sinks.on_endpoint_event)
 
@@ -118,6 +118,10 @@ class RunContext:
 
     def user_count(self) -> int:
         return int(getattr(self.environment.runner, "user_count", 0) or 0)
+
+    def named(self, name: str) -> Any:
+        """The node part registered as `name` (loadlib.locust.part_registry)."""
+        return self._by_name[name]
 
     def part(self, kind: type[NodePart]) -> Any:
         """The node part of this class (a scenario's own parts are found this way)."""
@@ -243,6 +247,28 @@ def _scenario_specs(environment: Any) -> tuple[Any, ...]:
         if spec is not None:
             specs.setdefault(spec.name, spec)
     return tuple(specs.values())
+
+
+def _scenario_parts(ctx: RunContext) -> list[NodePart]:
+    """The parts the run's scenarios bring (the compliance audit trail)."""
+    return [make() for spec in ctx.named("scenarios").specs for make in spec.parts]
+
+
+def _verdicts(ctx: RunContext) -> VerdictPart:
+    """The thresholds, with each running scenario's SLO defaults."""
+    return VerdictPart({s.name: s.slo for s in ctx.named("scenarios").specs})
+
+
+# The built-in parts; a new output or sink registers its own between them (docs/extending.md).
+register_part("stats", 100, lambda ctx: StatsPart())
+register_part("health", 200, lambda ctx: HealthPart())
+register_part("records", 300, lambda ctx: RecordsPart())
+register_part("influxdb", 400, lambda ctx: SinkPart())
+register_part("scenarios", 500, lambda ctx: ScenarioPart(_scenario_specs(ctx.environment)))
+register_part("failover", 600, lambda ctx: FailoverPart(ctx.events, ctx.named("influxdb")))
+register_part("scenario_parts", 700, _scenario_parts)
+register_part("workers", 800, WorkersPart)  # after the sink: a worker's final report carries its closed sink's counts
+register_part("verdicts", 900, _verdicts)  # last: it judges what every other part summarized
 
 
 def context(environment: Any) -> RunContext:

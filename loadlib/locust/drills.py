@@ -46,10 +46,6 @@ def stop_mocks(mocks: dict[str, Any]) -> None:
         mock.stop()
 
 
-def mock_base_url(mock: Any, provider: str) -> str:
-    return mock.url if provider == "anthropic" else mock.url + "/v1"
-
-
 class DrillDriver:
     """The schedule of one run: greenlets that start and stop each drill at its time from test start."""
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from loadlib.config import NO_KEY
 from loadlib.mock import MockConfig, parse_overrides, start_subprocess
+from loadlib.providers import registry
 
 
 def mock_config(spec: str) -> MockConfig:
@@ -18,7 +19,7 @@ def start_embedded_mock(environment: Any) -> Any:
     """Start the mock, point the run at it and return its handle (stop it at quit)."""
     opts = environment.parsed_options
     mock = start_subprocess(mock_config(opts.llm_mock))
-    base = mock.url if opts.llm_provider == "anthropic" else mock.url + "/v1"
+    base = registry.base_url_at(mock.url, opts.llm_provider)
     environment.host = base
     opts.llm_mock_base = base  # travels with the options: a node that targets this URL targets the mock
     if not opts.llm_api_key_env:

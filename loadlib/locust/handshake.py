@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import loadlib
 from loadlib.options import OPTIONS
 
 log = logging.getLogger("loadlib")
@@ -45,7 +44,7 @@ def loadlib_version() -> str:
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
     h = hashlib.sha256()
-    root = Path(loadlib.__file__).parent
+    root = Path(__file__).parents[1]  # loadlib/, without importing its facade from below it
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return f"{version}+{h.hexdigest()[:12]}"

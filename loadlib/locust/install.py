@@ -29,7 +29,7 @@ from loadlib.locust.abort import AbortWatch
 from loadlib.locust.checks import PLACEHOLDER_HOST, check_output_path, check_outputs, check_run
 from loadlib.locust.context import RunContext, context
 from loadlib.locust.csv_final import write_final_csv
-from loadlib.locust.drills import DRILL_MESSAGE, DrillDriver, mock_base_url, start_pool_mocks, stop_mocks
+from loadlib.locust.drills import DRILL_MESSAGE, DrillDriver, start_pool_mocks, stop_mocks
 from loadlib.locust.embedded_mock import start_embedded_mock
 from loadlib.locust.report_out import records_for_report, write_report
 from loadlib.locust.verdict_part import thresholds_from_options
@@ -37,6 +37,7 @@ from loadlib.locust.weblogin import credentials
 from loadlib.outputs.junit import write_junit
 from loadlib.outputs.markdown import append_step_summary, markdown_summary, write_markdown
 from loadlib.outputs.summary import force_exit_code, write_summary
+from loadlib.providers import registry
 from loadlib.records import tokens
 from loadlib.redact import install_log_filter
 from loadlib.settings import new_run_id, pool_data, resolve_pool, secrets_of
@@ -241,7 +242,7 @@ def _start_targets(ctx: RunContext, host: str, data: Any) -> None:
         return
     ctx.mocks = start_pool_mocks(ctx.pool)
     specs = {s.name: s for s in ctx.pool.endpoints}
-    opts.llm_pool_urls = {n: mock_base_url(m, specs[n].provider) for n, m in ctx.mocks.items()}
+    opts.llm_pool_urls = {n: registry.base_url_at(m.url, specs[n].provider) for n, m in ctx.mocks.items()}
     first = ctx.pool.endpoints[0]
     environment.host = first.base_url or opts.llm_pool_urls[first.name]
     if ctx.mocks:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from loadlib.locust.parts import MergedPart, Node
-from loadlib.metrics.scenarios import ScenarioResults, render_scenarios, scenario_summary
+from loadlib.metrics.scenarios import OPEN_LOOP, ScenarioResults, Section, render_scenarios, scenario_summary
 
 T = TypeVar("T")
 
@@ -33,8 +33,9 @@ class ScenarioSpec:
     timed, in a thread on workers) and is rebuilt only when `signature(options)` changes (web UI edits);
     `validate(options)` raises ConfigError for a user mistake (the master checks files it does not load); `slo` are
     the scenario's default thresholds, written without a scenario tag (loadlib.verdicts.slo adds it); `parts` make
-    node parts (loadlib.locust.parts) the scenario needs, such as the compliance audit trail. A scenario without
-    data of its own (plain chat) gives only a name and its SLOs."""
+    node parts (loadlib.locust.parts) the scenario needs, such as the compliance audit trail; `results` is its
+    section of the summary and of the printed block (loadlib.metrics.scenarios.Section): what it found beyond
+    latency. A scenario without data of its own (plain chat) gives only a name and its SLOs."""
 
     name: str
     prepare: Callable[[Any], Any] = _nothing
@@ -42,6 +43,7 @@ class ScenarioSpec:
     signature: Callable[[Any], tuple[Any, ...]] = _no_signature
     slo: tuple[str, ...] = ()
     parts: tuple[Callable[[], Any], ...] = ()
+    results: Section | None = None
 
 
 def in_thread(fn: Callable[[], T]) -> T:
@@ -56,6 +58,7 @@ class ScenarioPart(MergedPart):
 
     def __init__(self, specs: tuple[ScenarioSpec, ...]) -> None:
         self.specs = specs
+        self.sections = {s.name: s.results for s in specs if s.results is not None} | {"open_loop": OPEN_LOOP}
         self.results = ScenarioResults()
         super().__init__(self.results)
         self._data: dict[str, tuple[tuple[Any, ...], Any]] = {}
@@ -84,8 +87,8 @@ class ScenarioPart(MergedPart):
         return not self.results.empty
 
     def summarize(self, summary: dict[str, Any]) -> None:
-        summary["scenarios"] = scenario_summary(self.results, summary)
+        summary["scenarios"] = scenario_summary(self.results, summary, self.sections)
 
     def lines(self, summary: dict[str, Any]) -> list[str]:
-        block = render_scenarios(summary)
+        block = render_scenarios(summary, self.sections)
         return block.split("\n") if block else []

@@ -77,17 +77,7 @@ class SinkPart(NodePart):
 
     def user_request(self, user: UserRequest) -> None:
         if self.sink is not None:
-            self.sink.submit_user_request(
-                user.scenario,
-                user.endpoint or "none",
-                user.preferred,
-                user.status.value,
-                user.e2e_ms,
-                user.ttft_ms,
-                user.attempts,
-                user.failed_over,
-                user.start_unix_ns,
-            )
+            self.sink.submit_user_request(user)
 
     def stop(self, ctx: Node) -> None:
         if self.sink is not None and self.annotate:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 
 GAP_RATIO = 1.5
 MIN_MODE_SHARE = 0.05

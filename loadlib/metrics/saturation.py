@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 
 LOOP_LAG_PERCENTILE = 99.0
 CPU_PERCENTILE = 90.0

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from loadlib.errors import ErrorClass
-from loadlib.metrics.histogram import Histogram, record_many_into
+from loadlib.histogram import Histogram, record_many_into
 from loadlib.records.build import DEVIATION_LIMIT_PCT, deviation_pct
 from loadlib.records.record import TIMING_FIELDS, RequestRecord
 

@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from loadlib.histogram import Histogram
 from loadlib.metrics.decode import decode_facts, tpot_gap_line
-from loadlib.metrics.histogram import Histogram
 from loadlib.metrics.modes import latency_modes, modes_line
 from loadlib.metrics.saturation import Verdict
 from loadlib.metrics.stats import LLMStats, LLMStatsEntry

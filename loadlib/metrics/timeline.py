@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 from loadlib.metrics.summary import TOTAL_NAME, row_name
 from loadlib.records.record import RequestRecord
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from loadlib.errors import ErrorClass
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 from loadlib.records.user_request import UserRequest
 
 _COUNTS = ("requests", "ok", "attempts", "retried", "hedged", "hedged_won", "failed_over")

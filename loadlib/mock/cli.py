@@ -12,7 +12,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from loadlib.mock.config import (
+from loadlib.mock.eventloop import new_event_loop
+from loadlib.mock.server import MockServer
+from loadlib.mockapi.config import (
     CONVERTERS,
     FAULTS,
     KEYS,
@@ -23,8 +25,6 @@ from loadlib.mock.config import (
     MockConfigError,
     flag_name,
 )
-from loadlib.mock.eventloop import new_event_loop
-from loadlib.mock.server import MockServer
 
 PROG = "python -m loadlib.mock"
 READY_PREFIX = "mock LLM listening on "

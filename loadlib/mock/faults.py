@@ -20,17 +20,9 @@ from typing import Any
 
 import orjson
 
-from loadlib.mock.config import MockConfig
+from loadlib.mockapi.config import MockConfig
+from loadlib.mockapi.faults import FAULT_KINDS, MAX_FOR_S, NONE, PARAMS
 
-FAULT_KINDS = ("refuse", "http_500", "http_503", "stall", "rate_limit", "latency", "broken")
-NONE = "none"
-MAX_FOR_S = 86400.0
-# Parameters each kind takes besides `rate`, with their defaults.
-PARAMS: dict[str, dict[str, float]] = {
-    "rate_limit": {"retry_after_s": 1.0},
-    "latency": {"delay_ms": 1000.0},
-    "broken": {"after_tokens": 5},
-}
 _PARAM_MAX = {"retry_after_s": MAX_FOR_S, "delay_ms": MAX_FOR_S * 1000.0, "after_tokens": 1e9}
 _INTEGER_PARAMS = frozenset({"after_tokens"})
 _EXAMPLE = '{"kind": "http_503", "for_s": 30}'

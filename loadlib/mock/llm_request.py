@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 
-from loadlib.mock.config import MockConfig, resolve
 from loadlib.mock.prompt import chat_messages
+from loadlib.mockapi.config import MockConfig, resolve
 
 
 @dataclass(frozen=True, slots=True)

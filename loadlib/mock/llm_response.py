@@ -12,13 +12,13 @@ from typing import Any
 
 import orjson
 
-from loadlib.mock.config import MockConfig
 from loadlib.mock.llm_request import LlmCall
 from loadlib.mock.plan import Plan, json_is_valid, reported_prompt_tokens
 from loadlib.mock.prompt import PromptCount
 from loadlib.mock.render import AnthropicStream, OpenAIStream, Stream, anthropic_body, openai_body, status_error, text
 from loadlib.mock.structured import answer_text, requested_schema, token_pieces
 from loadlib.mock.truth import TruthRecord
+from loadlib.mockapi.config import MockConfig
 
 Header = tuple[str, str]
 

@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass
 from itertools import accumulate, pairwise
 
-from loadlib.mock.config import MockConfig
+from loadlib.mockapi.config import MockConfig
 
 # Faults that fire inside the body after `fault_at` tokens.
 MID_STREAM_FAULTS = frozenset({"drop", "malformed", "error_event"})

@@ -26,9 +26,9 @@ from typing import IO, Any, Literal
 
 from loadlib.errors import LoadlibError
 from loadlib.mock.cli import READY_PREFIX
-from loadlib.mock.config import MockConfig
 from loadlib.mock.eventloop import new_event_loop
 from loadlib.mock.server import MockServer
+from loadlib.mockapi.config import MockConfig
 
 _READY = re.compile(re.escape(READY_PREFIX) + r"(http://\S+?):(\d+) ")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])

@@ -20,7 +20,6 @@ from typing import Any
 
 import orjson
 
-from loadlib.mock.config import MockConfig, MockConfigError, parse_overrides
 from loadlib.mock.connection import Connection
 from loadlib.mock.faults import FaultError, FaultState, parse_fault
 from loadlib.mock.httpwire import RequestHead, response_head
@@ -44,6 +43,7 @@ from loadlib.mock.prompt import LARGE_PROMPT_BYTES, PromptCount, PromptCounter, 
 from loadlib.mock.render import bad_request, content_hash, context_error, offset_of
 from loadlib.mock.schedule import Scheduler
 from loadlib.mock.truth import Stats, TruthLog, TruthRecord
+from loadlib.mockapi.config import MockConfig, MockConfigError, parse_overrides
 from loadlib.records.tokens import get_encoding
 
 JSON = ("content-type", "application/json")

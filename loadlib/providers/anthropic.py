@@ -27,8 +27,8 @@ from loadlib.providers.base import (
     StreamResult,
     ToolCall,
 )
+from loadlib.providers.http import join_path, json_body, post_json
 from loadlib.providers.kept import DEFAULT_MAX_TEXT, Budget, Kept
-from loadlib.providers.openai import join_path, merge_body, merge_headers
 from loadlib.providers.usage import ANTHROPIC_KEYS, anthropic_usage
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -237,6 +237,10 @@ class AnthropicAdapter:
     """Builds POST {base}/v1/messages (the base URL has no /v1, as in the SDK) and reads its stream or body."""
 
     name = "anthropic"
+    summary = "Messages"
+    key_env = "ANTHROPIC_API_KEY"
+    cached_included = False  # input_tokens excludes cache reads and writes
+    root_path = ""  # the SDK's base URL has no /v1: build() adds /v1/messages
 
     def build(self, base_path: str, model: str, api_key: str | None, req: ChatRequest) -> HttpRequest:
         system: list[str] = []
@@ -255,7 +259,6 @@ class AnthropicAdapter:
         if req.json_schema is not None:
             body["tools"] = [{"name": req.json_schema_name, "input_schema": req.json_schema}]
             body["tool_choice"] = {"type": "tool", "name": req.json_schema_name}
-        merge_body(body, req.extra_body)
         headers = {
             "anthropic-version": ANTHROPIC_VERSION,
             "content-type": "application/json",
@@ -264,21 +267,15 @@ class AnthropicAdapter:
         }
         if api_key:
             headers["x-api-key"] = api_key
-        headers = merge_headers(headers, req.extra_headers)
         base = base_path.strip().rstrip("/")
         path = join_path(base, "/messages" if base.endswith("/v1") else "/v1/messages")
-        return HttpRequest("POST", path, headers, orjson.dumps(body))
+        return post_json(path, body, headers, req)
 
     def new_parser(self, max_text: int = DEFAULT_MAX_TEXT) -> AnthropicParser:
         return AnthropicParser(max_text)
 
     def parse_response(self, body: bytes) -> StreamResult:
-        try:
-            obj = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise MalformedEventError(errors_body.not_json("messages body", body)) from None
-        if not isinstance(obj, dict):
-            raise MalformedEventError("messages body is not a JSON object")
+        obj = json_body(body, "messages body")
         if obj.get("type") == "error":
             return StreamResult(error=errors_body.stream_error(obj), terminal=True)
         if obj.get("type") == "message" and type(obj.get("content")) is not list:

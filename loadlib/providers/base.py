@@ -112,7 +112,14 @@ class StreamParser(Protocol):
 
 
 class Adapter(Protocol):
+    """One API dialect: its request, its stream and body parsers, and the facts the rest of the run asks of it
+    (so a new provider is this one class, registered by name in loadlib.providers.registry)."""
+
     name: str
+    summary: str  # what it speaks, for --llm-provider's help: "Messages"
+    key_env: str  # the environment variable of its API key when none is named: "ANTHROPIC_API_KEY"
+    cached_included: bool  # the usage's prompt count includes cached prompt tokens (priced apart, not added)
+    root_path: str  # appended to a server's root URL to give the base URL its SDK expects ("/v1" or "")
 
     def build(self, base_path: str, model: str, api_key: str | None, req: ChatRequest) -> HttpRequest: ...
 

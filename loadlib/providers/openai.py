@@ -28,6 +28,7 @@ from loadlib.providers.base import (
     StreamResult,
     ToolCall,
 )
+from loadlib.providers.http import join_path, json_body, post_json
 from loadlib.providers.kept import DEFAULT_MAX_TEXT, Budget, Kept
 from loadlib.providers.usage import openai_usage
 
@@ -44,32 +45,6 @@ _ANTHROPIC_EVENTS = frozenset(
         b"message_stop",
     }
 )
-
-
-def join_path(base_path: str, suffix: str) -> str:
-    """`/v1` + `/chat/completions` without doubled or missing slashes; an empty base gives the bare suffix."""
-    base = base_path.strip().rstrip("/")
-    if base and not base.startswith("/"):
-        base = "/" + base
-    return base + suffix
-
-
-def merge_body(body: dict[str, Any], extra: dict[str, Any]) -> None:
-    """Shallow-merge `extra` last; a None value removes the key (e.g. max_tokens for models that reject it)."""
-    for key, value in extra.items():
-        if value is None:
-            body.pop(key, None)
-        else:
-            body[key] = value
-
-
-def merge_headers(headers: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
-    """Add `extra`, replacing same-named headers whatever their case, so no header is ever sent twice."""
-    if extra:
-        lowered = {k.lower() for k in extra}
-        headers = {k: v for k, v in headers.items() if k.lower() not in lowered}
-        headers.update(extra)
-    return headers
 
 
 class _Tool:
@@ -390,6 +365,10 @@ class OpenAIAdapter:
     """Builds POST {base}/chat/completions and reads its stream, JSON body or error body."""
 
     name = "openai"
+    summary = "Chat Completions; also vLLM, TGI, Ollama /v1, Azure, Groq..."
+    key_env = "OPENAI_API_KEY"
+    cached_included = True
+    root_path = "/v1"
 
     def build(self, base_path: str, model: str, api_key: str | None, req: ChatRequest) -> HttpRequest:
         body: dict[str, Any] = {
@@ -407,7 +386,6 @@ class OpenAIAdapter:
                 "type": "json_schema",
                 "json_schema": {"name": req.json_schema_name, "schema": req.json_schema, "strict": True},
             }
-        merge_body(body, req.extra_body)
         headers = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream" if req.stream else "application/json",
@@ -415,19 +393,13 @@ class OpenAIAdapter:
         }
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
-        headers = merge_headers(headers, req.extra_headers)
-        return HttpRequest("POST", join_path(base_path, "/chat/completions"), headers, orjson.dumps(body))
+        return post_json(join_path(base_path, "/chat/completions"), body, headers, req)
 
     def new_parser(self, max_text: int = DEFAULT_MAX_TEXT) -> OpenAIChatParser:
         return OpenAIChatParser(max_text)
 
     def parse_response(self, body: bytes) -> StreamResult:
-        try:
-            obj = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise MalformedEventError(errors_body.not_json("chat completion body", body)) from None
-        if not isinstance(obj, dict):
-            raise MalformedEventError("chat completion body is not a JSON object")
+        obj = json_body(body, "chat completion body")
         choices = obj.get("choices")
         if choices is not None:
             fields.array(choices, "choices")

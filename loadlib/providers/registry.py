@@ -16,7 +16,8 @@ from loadlib.providers.anthropic import AnthropicAdapter
 from loadlib.providers.base import Adapter
 from loadlib.providers.openai import OpenAIAdapter
 
-_ADAPTERS: dict[str, Adapter] = {"openai": OpenAIAdapter(), "anthropic": AnthropicAdapter()}
+DEFAULT = "openai"
+_ADAPTERS: dict[str, Adapter] = {}
 
 _NDJSON_TYPES = frozenset(
     {
@@ -32,12 +33,64 @@ _NDJSON_TYPES = frozenset(
 )
 
 
+def register(adapter: Adapter) -> None:
+    """Make a provider known by its adapter's name: a new provider's module calls this once (docs/extending.md)."""
+    _ADAPTERS[adapter.name.strip().lower()] = adapter
+
+
+def unregister(name: str) -> None:
+    """Forget a provider (a test's toy provider)."""
+    _ADAPTERS.pop(name.strip().lower(), None)
+
+
+def names() -> tuple[str, ...]:
+    """The known providers, in the order they were registered."""
+    return tuple(_ADAPTERS)
+
+
 def get_adapter(name: str) -> Adapter:
     """The (stateless, shared) adapter of a provider name; ConfigError names the valid ones."""
     adapter = _ADAPTERS.get(name.strip().lower())
     if adapter is None:
         raise ConfigError(f"unknown provider {name!r}: use one of {', '.join(_ADAPTERS)}")
     return adapter
+
+
+def _known(provider: str | None) -> Adapter | None:
+    return _ADAPTERS.get((provider or "").strip().lower())
+
+
+def key_env(provider: str | None) -> str | None:
+    """The environment variable of a provider's API key when none is named; None for an unknown provider."""
+    adapter = _known(provider)
+    return adapter.key_env if adapter else None
+
+
+def cached_included(provider: str | None) -> bool:
+    """Whether the provider's prompt count includes cached prompt tokens; an unknown or missing provider (a summary
+    from elsewhere) is read as OpenAI's dialect, which most servers speak."""
+    adapter = _known(provider)
+    return adapter.cached_included if adapter else True
+
+
+def base_url_at(server_url: str, provider: str) -> str:
+    """The base URL a client of `provider` uses for a server at `server_url` (the mock's root URL)."""
+    return server_url + get_adapter(provider).root_path
+
+
+def _either(words: list[str]) -> str:
+    """ "a", "a or b", "a, b or c"."""
+    return " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+
+def providers_help() -> str:
+    """Each provider with what it speaks, for --llm-provider's help."""
+    return _either([f"{a.name} ({a.summary})" for a in _ADAPTERS.values()])
+
+
+def key_envs_help() -> str:
+    """Each provider's default key variable, for --llm-api-key-env's help."""
+    return _either([a.key_env for a in _ADAPTERS.values()])
 
 
 def check_content_type(content_type: str) -> None:
@@ -68,3 +121,7 @@ def sniff_unsupported(body_prefix: bytes) -> str | None:
         if foreign and foreign is not errors_body.OPENAI_CHAT:
             return foreign
     return "the body is JSON, not an SSE stream (the server ignored stream: true?)"
+
+
+register(OpenAIAdapter())
+register(AnthropicAdapter())

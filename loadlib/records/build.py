@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Sequence
 
 from loadlib.errors import ErrorClass
+from loadlib.providers import registry
 from loadlib.providers.base import USAGE_ESTIMATED, Usage
 from loadlib.records.pricing import PriceTable
 from loadlib.records.record import RequestRecord
@@ -51,7 +52,7 @@ def build_record(
     in_tokens = prompt if prompt is not None else prompt_tokens_est
     cost = None
     if in_tokens is not None and out_tokens is not None:
-        cost = prices.cost(model, in_tokens, out_tokens, cached, cached_included=provider != "anthropic")
+        cost = prices.cost(model, in_tokens, out_tokens, cached, cached_included=registry.cached_included(provider))
     status = outcome.status
     rest = outcome.itl_rest
     return RequestRecord(

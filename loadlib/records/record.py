@@ -49,7 +49,7 @@ class RequestRecord:
     e2e_ms: float | None = None
     itl_ms: tuple[float, ...] = ()  # the first 4,096 gaps (transport.stream.MAX_ITL)
     itl_dropped: int = 0  # gaps after those, not listed: in `itl_rest` (docs/metrics.md, "Memory")
-    itl_rest: dict[str, Any] | None = None  # those gaps as a histogram (metrics.histogram.Histogram.to_dict)
+    itl_rest: dict[str, Any] | None = None  # those gaps as a histogram (loadlib.histogram.Histogram.to_dict)
     tpot_ms: float | None = None
     stream_tpot_ms: float | None = None  # (last output event - first) / (output events - 1): usage plays no part
     stream_tail_ms: float | None = None  # last output event to the end of the stream (its terminal event)

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import date
 
+from loadlib.providers import registry
 from loadlib.records.pricing import ModelPrice, PriceTable
 from loadlib.reports.pareto import dominated_by, pareto_front
 
@@ -190,8 +191,8 @@ def _recomputed(m: Measured, p: Priced) -> float | None:
     if p.price is None or p.model is None:
         return None
     table = PriceTable({p.model: p.price})
-    cached_included = m.provider != "anthropic"
-    return table.cost(p.model, m.prompt_tokens, m.completion_tokens, m.cached_prompt_tokens, cached_included)
+    cached = m.cached_prompt_tokens
+    return table.cost(p.model, m.prompt_tokens, m.completion_tokens, cached, registry.cached_included(m.provider))
 
 
 def _cost_notes(m: Measured, p: Priced, recomputed: float | None, basis: str) -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 requests in flight, subsampling.
 
 Percentiles are nearest-rank (numpy's method="inverted_cdf"), with the rank rounded as loadlib's histograms round it
-(loadlib.metrics.histogram._rank), so an exact percentile here and a summary's bucketed one name the same sample.
+(loadlib.histogram._rank), so an exact percentile here and a summary's bucketed one name the same sample.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from loadlib.metrics.histogram import RELATIVE_ERROR
+from loadlib.histogram import RELATIVE_ERROR
 from loadlib.metrics.summary import TOTAL_NAME
 from loadlib.reports.html import table
 from loadlib.reports.records_in import NOT_ERRORS, Records

@@ -22,7 +22,7 @@ from loadlib import data
 from loadlib.data import ComplianceCase
 from loadlib.errors import ConfigError
 from loadlib.locust.parts import NodePart
-from loadlib.metrics import scenarios as results
+from loadlib.metrics import compliance_results as results
 from loadlib.outputs.audit import audit_line, output_digest
 from loadlib.outputs.jsonl import JsonlWriter, resolve_path
 from loadlib.providers.base import StreamResult
@@ -100,7 +100,7 @@ class AuditPart(NodePart):
         self.stop(None)
 
 
-SPEC = ScenarioSpec(NAME, build_context, validate, _signature, SLO, parts=(AuditPart,))
+SPEC = ScenarioSpec(NAME, build_context, validate, _signature, SLO, parts=(AuditPart,), results=results.SECTION)
 
 
 class ComplianceUser(ScenarioUser):

@@ -30,7 +30,7 @@ from loadlib.data import Document, canary
 from loadlib.data.long_document import document_text
 from loadlib.errors import ConfigError, ErrorClass
 from loadlib.locust.user import OnRecord, Reply
-from loadlib.metrics import scenarios as results
+from loadlib.metrics import document_results as results
 from loadlib.options import DOC_MODES
 from loadlib.providers.base import StreamResult
 from loadlib.records import tokens
@@ -183,7 +183,7 @@ def validate(opts: Any) -> None:
         data.documents(0, (100,), 1, "", str(opts.doc_data_file))
 
 
-SPEC = ScenarioSpec(NAME, build_context, validate, _signature, SLO)
+SPEC = ScenarioSpec(NAME, build_context, validate, _signature, SLO, results=results.SECTION)
 
 
 class LongDocumentUser(ScenarioUser):

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from loadlib.errors import ErrorClass
-from loadlib.metrics import scenarios as results
+from loadlib.metrics import compliance_results as results
 from loadlib.metrics.scenarios import ScenarioResults
 from loadlib.providers.base import StreamResult
 from loadlib.records.record import RequestRecord

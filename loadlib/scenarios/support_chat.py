@@ -24,7 +24,7 @@ from typing import Any
 from loadlib import data
 from loadlib.data import Conversation
 from loadlib.errors import ErrorClass
-from loadlib.metrics import scenarios as results
+from loadlib.metrics import chat_results as results
 from loadlib.records import tokens
 from loadlib.records.record import RequestRecord
 from loadlib.scenarios.base import ScenarioSpec, ScenarioUser, message_tokens, parse_range, positive
@@ -85,7 +85,7 @@ def validate(opts: Any) -> None:
     parse_range(opts.chat_think_time, "--chat-think-time")
 
 
-SPEC = ScenarioSpec(NAME, build_context, validate, _signature, SLO)
+SPEC = ScenarioSpec(NAME, build_context, validate, _signature, SLO, results=results.SECTION)
 
 
 class SupportChatUser(ScenarioUser):

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from loadlib.records.record import RequestRecord
+from loadlib.records.user_request import UserRequest
 from loadlib.sinks.buffer import DropOldestBuffer
 from loadlib.sinks.lineproto import (
     breaker_line,
@@ -35,11 +36,10 @@ from loadlib.sinks.transports import Transport, WriteError
 
 log = logging.getLogger("loadlib.sinks")
 
-# The first item of a queued tuple says which point it becomes (a RequestRecord is queued as itself).
+# The first item of a queued tuple says which point it becomes (a RequestRecord or UserRequest is queued as itself).
 _WORKER = 0
 _EVENT = 1
 _BREAKER = 2
-_USER_REQUEST = 3
 _DRILL = 4
 ERROR_LOG_INTERVAL_S = 30.0
 
@@ -89,6 +89,7 @@ class InfluxSink:
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 10.0,
         encode_chunk: int = 100,
+        backoff_wait: Callable[[float], Any] | None = None,
     ) -> None:
         if batch_size < 1 or flush_interval_s <= 0 or encode_chunk < 1:
             raise ValueError("batch_size and encode_chunk must be >= 1 and flush_interval_s > 0")
@@ -113,6 +114,8 @@ class InfluxSink:
         self._last_error_log = 0.0
         self._wake = gevent.event.Event()
         self._closing_evt = gevent.event.Event()
+        # how a backoff is waited out: until the delay ends or close() cuts it short (a test records the delays)
+        self._backoff_wait = backoff_wait or self._closing_evt.wait
         self._closing = False
         self._closed = False
         self._greenlet: gevent.Greenlet | None = None
@@ -144,37 +147,9 @@ class InfluxSink:
         """Queue an `llm_breaker` point: this node's circuit state for `endpoint` (0 closed, 1 half open, 2 open)."""
         self._push((_BREAKER, endpoint, state, ts_ns or time.time_ns()))
 
-    def submit_user_request(
-        self,
-        scenario: str,
-        endpoint: str | None,
-        preferred: str,
-        status: str,
-        e2e_ms: float | None,
-        ttft_ms: float | None,
-        attempts: int,
-        failed_over: bool,
-        ts_ns: int | None = None,
-    ) -> None:
-        """Queue an `llm_user_request` point: one user-visible request, stamped with its first attempt's start.
-
-        `endpoint` answered (None or "" when none did; written as "none"), `preferred` was the policy's first
-        choice, `status` is the final ErrorClass, `failed_over` is UserRequest.failed_over (written as 0/1).
-        """
-        self._push(
-            (
-                _USER_REQUEST,
-                scenario,
-                endpoint,
-                preferred,
-                status,
-                e2e_ms,
-                ttft_ms,
-                attempts,
-                failed_over,
-                ts_ns or time.time_ns(),
-            )
-        )
+    def submit_user_request(self, user: UserRequest) -> None:
+        """Queue an `llm_user_request` point: one user-visible request, stamped with its first attempt's start."""
+        self._push(user)
 
     def submit_drill(
         self, index: int, endpoint: str, fault: str, figures: Mapping[str, Any], ts_ns: int | None = None
@@ -298,7 +273,7 @@ class InfluxSink:
             if self._closing:
                 gevent.sleep(min(delay, 0.25))  # keep trying until close()'s deadline, without spinning
             else:
-                self._closing_evt.wait(delay)  # close() cuts the backoff short for a last attempt
+                self._backoff_wait(delay)  # close() cuts the backoff short for a last attempt
 
     def _flush(self) -> tuple[bool, float | None]:
         """Write everything buffered, batch by batch. (False, retry_after) when InfluxDB should be retried later."""
@@ -367,11 +342,11 @@ class InfluxSink:
                 return event_line(self.run_id, *item[1:])
             if tag == _BREAKER:
                 return breaker_line(self.run_id, self.worker, *item[1:])
-            if tag == _USER_REQUEST:
-                return user_request_line(self.run_id, self.worker, *item[1:])
             if tag == _DRILL:
                 return drill_line(self.run_id, *item[1:])
             raise ValueError(f"unknown point kind {tag!r}")
+        if kind is UserRequest:
+            return user_request_line(item, self.run_id, self.worker)
         return request_line(item, self.run_id, self.worker)
 
     def _note_error(self, exc: BaseException) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from loadlib.records.record import TIMING_FIELDS, RequestRecord
+from loadlib.records.user_request import UserRequest
 
 REQUEST = "llm_request"
 WORKER = "llm_worker"
@@ -158,19 +159,28 @@ def _line(measurement: str, tags: str, fields: str, ts_ns: int | None) -> str:
     return f"{measurement}{tags} {fields}{ts}"
 
 
-_tag_cache: dict[tuple[str, ...], str] = {}
 _TAG_CACHE_MAX = 4096
 
 
-def _request_tags(values: tuple[str, ...]) -> str:
-    """Escaped tag set of a request point, cached: tag values are bounded sets, so few distinct sets exist."""
-    tags = _tag_cache.get(values)
-    if tags is None:
-        if len(_tag_cache) >= _TAG_CACHE_MAX:
-            _tag_cache.clear()
-        tags = _tags(zip(REQUEST_TAGS, values, strict=True))
-        _tag_cache[values] = tags
-    return tags
+class _TagCache:
+    """Escaped tag sets of one measurement by their values, cached (and cleared when full): tag values are bounded
+    sets, so few distinct sets exist, and a point is written per request."""
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+        self.sets: dict[tuple[str, ...], str] = {}
+
+    def __call__(self, values: tuple[str, ...]) -> str:
+        tags = self.sets.get(values)
+        if tags is None:
+            if len(self.sets) >= _TAG_CACHE_MAX:
+                self.sets.clear()
+            tags = self.sets[values] = _tags(zip(self.keys, values, strict=True))
+        return tags
+
+
+_request_tags = _TagCache(REQUEST_TAGS)
+_user_request_tags = _TagCache(USER_REQUEST_TAGS)
 
 
 # Fields written in this order, each only when present: milliseconds as floats, token counts as integers.
@@ -281,41 +291,21 @@ def breaker_line(run_id: str, worker: str, endpoint: str, state: int, ts_ns: int
     return _line(BREAKER, tags, f"state={int(state)}i", ts_ns)
 
 
-_user_tag_cache: dict[tuple[str, ...], str] = {}
-
-
-def user_request_line(
-    run_id: str,
-    worker: str,
-    scenario: str,
-    endpoint: str | None,
-    preferred: str,
-    status: str,
-    e2e_ms: float | None,
-    ttft_ms: float | None,
-    attempts: int,
-    failed_over: bool | int,
-    ts_ns: int | None,
-) -> str:
-    """One `llm_user_request` point: a request as its user saw it, from the first attempt's start (`ts_ns`) to the
-    final answer, over one or more attempts or a hedge. `endpoint` is the one that answered (NO_ENDPOINT when none
-    did: None or ""), `preferred` the one the policy chose first; `failed_over` is written as 0/1 so `sum()` counts
-    failovers.
+def user_request_line(user: UserRequest, run_id: str, worker: str) -> str:
+    """One `llm_user_request` point: a request as its user saw it, from the first attempt's start to the final
+    answer, over one or more attempts or a hedge, written for node `worker` of run `run_id`. Its endpoint is the one
+    that answered (NO_ENDPOINT when none did), `preferred` the one the policy chose first; `failed_over` is written as
+    0/1 so `sum()` counts failovers.
     """
-    values = (endpoint or NO_ENDPOINT, preferred, run_id, scenario, str(status), worker)
-    tags = _user_tag_cache.get(values)
-    if tags is None:
-        if len(_user_tag_cache) >= _TAG_CACHE_MAX:
-            _user_tag_cache.clear()
-        tags = _tags(zip(USER_REQUEST_TAGS, values, strict=True))
-        _user_tag_cache[values] = tags
+    values = (user.endpoint or NO_ENDPOINT, user.preferred, run_id, user.scenario, str(user.status), worker)
+    e2e_ms, ttft_ms = user.e2e_ms, user.ttft_ms
     out: list[str] = []
     if e2e_ms is not None and e2e_ms - e2e_ms == 0:
         out.append(f"e2e_ms={float(e2e_ms):.3f}")
     if ttft_ms is not None and ttft_ms - ttft_ms == 0:
         out.append(f"ttft_ms={float(ttft_ms):.3f}")
-    out.append(f"attempts={int(attempts)}i,failed_over={1 if failed_over else 0}i")
-    return _line(USER_REQUEST, tags, ",".join(out), ts_ns)
+    out.append(f"attempts={int(user.attempts)}i,failed_over={1 if user.failed_over else 0}i")
+    return _line(USER_REQUEST, _user_request_tags(values), ",".join(out), user.start_unix_ns)
 
 
 def drill_line(run_id: str, index: int | str, endpoint: str, fault: str, figures: Mapping[str, Any], ts_ns: int) -> str:

@@ -23,8 +23,8 @@ from time import perf_counter
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from loadlib.errors import ErrorClass, MalformedEventError, OversizedError, UnsupportedAPIError
+from loadlib.histogram import Histogram
 from loadlib.logs import RateLimitedLog
-from loadlib.metrics.histogram import Histogram
 from loadlib.providers import registry
 from loadlib.providers.base import ERROR, OUTPUT, TERMINAL, VISIBLE, Adapter, HttpRequest, StreamParser, StreamResult
 from loadlib.providers.errors_body import short

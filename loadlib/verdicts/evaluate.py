@@ -14,7 +14,7 @@ Which rows: `scenario` and `endpoint` tags select summary rows (no tags: all). W
 
 Percentiles the rows do not hold (they hold p50, p95, p99; TTFB and first event p50, p95) come from the run's merged
 histograms (`histograms`, see `stats_histograms`): nearest-rank over the bucketed samples like every percentile of
-the summary, so within the histogram's 0.1 % (loadlib.metrics.histogram), never interpolated between p95 and p99.
+the summary, so within the histogram's 0.1 % (loadlib.histogram), never interpolated between p95 and p99.
 Without histograms (a summary read back from JSON) such a percentile cannot be judged.
 
 The sample rule: a sampled number (latencies, rates, throughputs, shares, cost per token) needs `min_samples`
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 from loadlib.metrics.stats import TOTAL_KEY, LLMStats
 from loadlib.metrics.summary import json_count, json_number, row_name
 from loadlib.verdicts.thresholds import METRICS, ROW_TAGS, UNITS, Metric, Threshold, braces

@@ -20,6 +20,7 @@ from influx_server import InfluxServer
 
 from loadlib.errors import ErrorClass
 from loadlib.records.record import RequestRecord
+from loadlib.records.user_request import UserRequest
 from loadlib.sinks.lineproto import (
     breaker_line,
     drill_line,
@@ -192,17 +193,6 @@ def records(run_id: str, n: int, start_ns: int) -> list[RequestRecord]:
 
 
 @dataclass
-class UserRequest:
-    scenario: str
-    endpoint: str
-    preferred: str
-    status: ErrorClass
-    attempts: int
-    failed_over: bool
-    ts_ns: int
-
-
-@dataclass
 class Event:
     kind: str
     endpoint: str
@@ -236,10 +226,13 @@ def user_requests(n: int, start_ns: int) -> list[UserRequest]:
         failed = i % 20 == 12 or i % 20 == 5
         status = ERRORS[(i // 20) % len(ERRORS)] if failed else ErrorClass.OK
         moved = preferred == "primary" and OPEN_S <= i < CLOSE_S and not failed
-        endpoint = "none" if failed else "backup" if moved else preferred
+        endpoint = None if failed else "backup" if moved else preferred
         attempts = 3 if failed else 2 if moved else 1
         ts = start_ns + i * SECOND + SECOND // 2
-        out.append(UserRequest(SCENARIOS[i % 3], endpoint, preferred, status, attempts, moved, ts))
+        e2e, ttft = (30_000.0, None) if failed else (900.0 + i % 400, 40.0 + i % 80)
+        worker = list(WORKERS)[i % 2]
+        scenario = SCENARIOS[i % 3]
+        out.append(UserRequest("", scenario, worker, f"u{i}", ts, preferred, endpoint, status, attempts, e2e, ttft))
     return out
 
 
@@ -277,22 +270,7 @@ def write_run(influx: InfluxServer, run_id: str, n: int) -> SyntheticRun:
             for endpoint in ENDPOINTS
         ]
     users = user_requests(n, start)
-    lines += [
-        user_request_line(
-            run_id,
-            list(WORKERS)[i % 2],
-            u.scenario,
-            u.endpoint,
-            u.preferred,
-            u.status,
-            900.0 + i % 400 if u.status is ErrorClass.OK else 30_000.0,
-            40.0 + i % 80 if u.status is ErrorClass.OK else None,
-            u.attempts,
-            u.failed_over,
-            u.ts_ns,
-        )
-        for i, u in enumerate(users)
-    ]
+    lines += [user_request_line(u, run_id, u.worker_id) for u in users]
     end = start + n * SECOND
     events = [
         Event("test_start", "", f"run {run_id} started", start - SECOND, "master"),

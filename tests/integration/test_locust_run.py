@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from loadlib.metrics.histogram import RELATIVE_ERROR
+from loadlib.histogram import RELATIVE_ERROR
 from loadlib.mock import MockConfig, start_subprocess
 from tests.integration.locust_runs import completed, env, headless, load, locust_cmd, run, run_distributed
 

@@ -5,6 +5,7 @@ breakers it feeds, and hedging's winner and loser."""
 from __future__ import annotations
 
 import gevent
+import gevent.event
 
 import random
 import time
@@ -172,7 +173,6 @@ def test_with_hedging_a_fast_failure_is_retried_without_waiting_for_the_hedge_de
 
     def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
         t0 = time.perf_counter()
-        gevent.sleep(0.005)
         if name == "primary":
             return Attempt(name, number, E503, t0, None, 5.0)
         assert handle is not None
@@ -189,13 +189,17 @@ def test_a_hedge_answering_after_the_primary_failed_did_not_win_a_race() -> None
     """The primary fails (no output) after the hedge was sent: the hedge is simply awaited. Its answer is a failover
     (the preferred endpoint could not answer), not a hedge win."""
     d = Dispatcher(pool("primary", "secondary", hedge_after_ms=20.0, retry=RetryConfig(budget=1.0)))
+    hedge_sent, primary_failed = gevent.event.Event(), gevent.event.Event()
 
     def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
         assert handle is not None
         t0 = time.perf_counter()
-        gevent.sleep(0.04 if name == "primary" else 0.06)
         if name == "primary":
+            assert hedge_sent.wait(3.0)
+            primary_failed.set()
             return Attempt(name, number, E503, t0, None, 40.0)
+        hedge_sent.set()
+        assert primary_failed.wait(3.0)
         handle.first_output()
         return Attempt(name, number, OK, t0, 60.0, 61.0, hedge=hedge)
 
@@ -214,24 +218,25 @@ def race_until_killed(kill_at_first_output: bool) -> tuple[list[tuple[str, Error
     recorded: list[tuple[str, ErrorClass]] = []
     spawned: list[gevent.Greenlet] = []
     user: list[gevent.Greenlet] = []
+    both_running = gevent.event.Event()
 
     def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
         assert handle is not None
         spawned.append(gevent.getcurrent())
         t0 = time.perf_counter()
         if name == "secondary":
-            gevent.sleep(0.01)
+            both_running.set()
             if kill_at_first_output:
                 handle.first_output()
                 user[0].kill(block=False)
         status = ended(handle, 5.0)
-        gevent.sleep(0.01)  # building the record yields, as the real one may
+        gevent.sleep(0)  # building the record yields, as the real one may
         recorded.append((name, status))
         return Attempt(name, number, status, t0, None, 1.0, hedge=hedge)
 
     user.append(gevent.spawn(d.send, attempt))
     if not kill_at_first_output:
-        gevent.sleep(0.05)
+        assert both_running.wait(3.0)
         user[0].kill(block=False)
     user[0].join(timeout=3.0)
     assert user[0].dead and d.breakers["primary"].state is State.CLOSED
@@ -264,14 +269,16 @@ def test_a_lone_attempt_in_flight_as_the_user_stops_is_cut_off_and_recorded() ->
     d = Dispatcher(pool("only", retry=RetryConfig(max_attempts=1), breaker=BreakerConfig(failures=0, failure_rate=0)))
     assert d.only == "only"
     recorded: list[ErrorClass] = []
+    in_flight = gevent.event.Event()
 
     def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
         assert handle is not None
+        in_flight.set()
         recorded.append(ended(handle, 5.0))
         return Attempt(name, number, recorded[-1], time.perf_counter())
 
     user = gevent.spawn(d.send, attempt)
-    gevent.sleep(0.02)
+    assert in_flight.wait(3.0)
     started = time.perf_counter()
     user.kill(block=True, timeout=3.0)
     assert user.dead and recorded == [ErrorClass.CUT_OFF] and time.perf_counter() - started < 0.5

@@ -9,8 +9,9 @@ import pytest
 
 from loadlib.failover.figures import drill_figures, lines, quality_figures, traffic_series
 from loadlib.failover.ledger import Ledger
-from loadlib.metrics.histogram import RELATIVE_ERROR
-from tests.support.ledger_timeline import Event, feed
+from loadlib.histogram import RELATIVE_ERROR
+from tests.support import ledger_timeline as timeline
+from tests.support.ledger_timeline import DRILL, W2, Event, feed
 
 T0 = 1000.0
 
@@ -28,40 +29,8 @@ class Targets:
 LENIENT = Targets(failover_within_s=5.0, user_error_rate_max=0.5, detect_within_s=1.0, failback_within_s=10.0)
 NONE = Targets(None, None, None, None)
 
-# Drill 0 breaks "primary" from +20 s to +40 s; "a" attempt, "u" user request, "t" breaker transition, "q" quality.
-DRILL: list[Event] = [("start", 1020.0, 0, "primary", "http_503"), ("stop", 1040.0, 0)]
-W1: list[Event] = [
-    ("a", 1010.2, "primary", True),
-    ("u", 1010.2, "primary", "primary", True, 50.0, 1),
-    ("a", 1011.2, "primary", True),
-    ("u", 1011.2, "primary", "primary", True, 60.0, 1),
-    ("a", 1020.1, "primary", False),
-    ("u", 1020.1, "primary", None, False, None, 1),
-    ("a", 1020.3, "primary", False),
-    ("t", 1020.4, "primary", "closed", "open"),
-    ("a", 1020.45, "secondary", True),
-    ("u", 1020.45, "primary", "secondary", True, 80.0, 2),
-    ("a", 1025.5, "secondary", True),
-    ("u", 1025.5, "primary", "secondary", True, 82.0, 1),
-    ("a", 1045.6, "primary", True),
-    ("u", 1045.6, "primary", "primary", True, 55.0, 1),
-]
-W2: list[Event] = [
-    ("a", 1015.2, "primary", True),
-    ("u", 1015.2, "primary", "primary", True, 55.0, 1),
-    ("a", 1020.5, "primary", False),
-    ("u", 1020.5, "primary", None, False, None, 1),
-    ("a", 1020.6, "primary", False),
-    ("u", 1020.6, "primary", None, False, None, 1),
-    ("a", 1020.7, "primary", False),
-    ("t", 1020.8, "primary", "closed", "open"),
-    ("a", 1020.83, "secondary", True),
-    ("u", 1020.83, "primary", "secondary", True, 85.0, 2),
-    ("a", 1030.5, "secondary", True),
-    ("u", 1030.5, "secondary", "secondary", True, 40.0, 1),
-    ("a", 1044.0, "primary", True),
-    ("u", 1044.0, "primary", "primary", True, 45.0, 1),
-]
+# The shared two-worker drill (tests/support/ledger_timeline.py); worker 1 also sends a second attempt before it.
+W1: list[Event] = [*timeline.W1, ("a", 1011.2, "primary", True)]
 
 
 def master_of(workers: dict[str, list[Event]], drills: list[Event] = DRILL) -> Ledger:

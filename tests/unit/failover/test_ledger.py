@@ -9,50 +9,21 @@ from typing import Any
 import pytest
 
 from loadlib.failover.ledger import Ledger
-from tests.support.ledger_timeline import Event, feed
+from tests.support import ledger_timeline as timeline
+from tests.support.ledger_timeline import DRILL, Event, feed
 
 T0 = 1000.0
 
-# One drill on "primary" from +20 s to +40 s. Events: ("a", at, endpoint, ok): an attempt; ("u", end, preferred,
-# endpoint, ok, ttft_ms, attempts): a user request; ("t", at, endpoint, old, new): a breaker transition; ("q", at,
-# endpoint, status, tokens): a checked output.
-DRILL: list[Event] = [("start", 1020.0, 0, "primary", "http_503"), ("stop", 1040.0, 0)]
+# The shared two-worker drill (tests/support/ledger_timeline.py), with checked outputs ("q", at, endpoint, status,
+# tokens) and worker 1's breaker closing again after the drill.
 W1: list[Event] = [
-    ("a", 1010.2, "primary", True),
-    ("u", 1010.2, "primary", "primary", True, 50.0, 1),
-    ("u", 1011.2, "primary", "primary", True, 60.0, 1),
-    ("a", 1020.1, "primary", False),
-    ("u", 1020.1, "primary", None, False, None, 1),
-    ("a", 1020.3, "primary", False),
-    ("t", 1020.4, "primary", "closed", "open"),
-    ("a", 1020.45, "secondary", True),
-    ("u", 1020.45, "primary", "secondary", True, 80.0, 2),
+    *timeline.W1,
     ("q", 1020.45, "secondary", "ok", 120),
-    ("a", 1025.5, "secondary", True),
-    ("u", 1025.5, "primary", "secondary", True, 82.0, 1),
     ("q", 1025.5, "secondary", "truncated", None),
     ("t", 1045.0, "primary", "open", "half_open"),
     ("t", 1045.6, "primary", "half_open", "closed"),
-    ("a", 1045.6, "primary", True),
-    ("u", 1045.6, "primary", "primary", True, 55.0, 1),
 ]
-W2: list[Event] = [
-    ("a", 1015.2, "primary", True),
-    ("u", 1015.2, "primary", "primary", True, 55.0, 1),
-    ("a", 1020.5, "primary", False),
-    ("u", 1020.5, "primary", None, False, None, 1),
-    ("a", 1020.6, "primary", False),
-    ("u", 1020.6, "primary", None, False, None, 1),
-    ("a", 1020.7, "primary", False),
-    ("t", 1020.8, "primary", "closed", "open"),
-    ("a", 1020.83, "secondary", True),
-    ("u", 1020.83, "primary", "secondary", True, 85.0, 2),
-    ("q", 1020.83, "secondary", "schema_invalid", None),
-    ("a", 1030.5, "secondary", True),
-    ("u", 1030.5, "secondary", "secondary", True, 40.0, 1),
-    ("a", 1044.0, "primary", True),
-    ("u", 1044.0, "primary", "primary", True, 45.0, 1),
-]
+W2: list[Event] = [*timeline.W2, ("q", 1020.83, "secondary", "schema_invalid", None)]
 
 
 def node(name: str) -> Ledger:

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 from loadlib.metrics.modes import latency_modes
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table

@@ -8,7 +8,7 @@ from collections import namedtuple
 
 import pytest
 
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 from loadlib.metrics.saturation import (
     CPU_BOUND,
     MACHINE_BUSY,

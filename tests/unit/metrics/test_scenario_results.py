@@ -4,27 +4,35 @@ from __future__ import annotations
 
 import pytest
 
+from loadlib.metrics import chat_results, compliance_results, document_results
 from loadlib.metrics import scenarios as r
-from loadlib.metrics.scenarios import ScenarioResults
+from loadlib.metrics.scenarios import OPEN_LOOP, ScenarioResults
+
+SECTIONS = {
+    "support_chat": chat_results.SECTION,
+    "long_document": document_results.SECTION,
+    "compliance": compliance_results.SECTION,
+    "open_loop": OPEN_LOOP,
+}
 
 
 def fill_worker(e: ScenarioResults, ttft: float) -> None:
     for turn in (1, 2, 3):
         for _ in range(10):
-            r.chat_turn(e, turn, 400 + 100 * (turn - 1), ttft + turn, None)
-    r.chat_turn(e, 1, 2100, ttft + 50, 2000)
-    r.chat_turn(e, 1, 200, ttft, 100)
-    r.conversation(e, "started")
-    r.conversation(e, "completed")
+            chat_results.chat_turn(e, turn, 400 + 100 * (turn - 1), ttft + turn, None)
+    chat_results.chat_turn(e, 1, 2100, ttft + 50, 2000)
+    chat_results.chat_turn(e, 1, 200, ttft, 100)
+    chat_results.conversation(e, "started")
+    chat_results.conversation(e, "completed")
     for outcome in ("fits", "fits", "truncated", "context_length_exceeded"):
-        r.document_outcome(e, "whole", outcome)
-    r.chunked_document(e, 10_000, 11_000, 11_500, 6, True)
-    r.probe_step(e, 8_000, "fits", 8_000)
-    r.probe_step(e, 16_000, "context_length_exceeded", None)
-    r.compliance_check(e, True)
-    r.compliance_check(e, False)
-    r.compliance_compare(e, True)
-    r.audit_written(e, "/tmp/audit.jsonl")
+        document_results.document_outcome(e, "whole", outcome)
+    document_results.chunked_document(e, 10_000, 11_000, 11_500, 6, True)
+    document_results.probe_step(e, 8_000, "fits", 8_000)
+    document_results.probe_step(e, 16_000, "context_length_exceeded", None)
+    compliance_results.compliance_check(e, True)
+    compliance_results.compliance_check(e, False)
+    compliance_results.compliance_compare(e, True)
+    compliance_results.audit_written(e, "/tmp/audit.jsonl")
     r.open_loop_config(e, f"w{ttft}", 5.0, "poisson")
     r.open_loop_sent(e)
 
@@ -38,7 +46,7 @@ def test_two_workers_merge_into_the_masters_totals() -> None:
         w.reset()
         assert not w.counts and w.gauges, "counters reset, gauges stay"
         master.merge_serialized(data)
-    s = r.scenario_summary(master, {"rows": [], "duration_s": 2.0})
+    s = r.scenario_summary(master, {"rows": [], "duration_s": 2.0}, SECTIONS)
     chat = s["support_chat"]
     assert [t["requests"] for t in chat["turns"]] == [24, 20, 20]
     assert chat["turns"][1]["prompt_tokens_mean"] == 500
@@ -60,8 +68,8 @@ def test_two_workers_merge_into_the_masters_totals() -> None:
 
 
 def test_empty_results_give_no_block() -> None:
-    assert r.scenario_summary(ScenarioResults(), {"rows": []}) is None
-    assert r.render_scenarios({"scenarios": None}) == ""
+    assert r.scenario_summary(ScenarioResults(), {"rows": []}, SECTIONS) is None
+    assert r.render_scenarios({"scenarios": None}, SECTIONS) == ""
 
 
 def row(scenario: str, ttft_p95: float, error_rate: float) -> dict:
@@ -77,8 +85,8 @@ def test_render_mentions_every_finding() -> None:
     e = ScenarioResults()
     fill_worker(e, 100.0)
     summary = {"rows": [row("support_chat", 120.0, 0.0)], "duration_s": 2.0}
-    summary["scenarios"] = r.scenario_summary(e, summary)
-    text = r.render_scenarios(summary)
+    summary["scenarios"] = r.scenario_summary(e, summary, SECTIONS)
+    text = r.render_scenarios(summary, SECTIONS)
     for needle in (
         "support_chat:",
         "turn 3:",

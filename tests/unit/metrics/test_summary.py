@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from loadlib.errors import ErrorClass
-from loadlib.metrics.histogram import RELATIVE_ERROR, Histogram
+from loadlib.histogram import RELATIVE_ERROR, Histogram
 from loadlib.metrics.saturation import SaturationThresholds, Verdict, saturation_verdict
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table

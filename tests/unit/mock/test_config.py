@@ -8,9 +8,9 @@ import pytest
 
 from loadlib.errors import ConfigError
 from loadlib.mock.cli import build_parser
-from loadlib.mock.config import KEYS, MockConfig, MockConfigError, parse_overrides, resolve, split_model
 from loadlib.mock.httpwire import HttpError, parse_head
 from loadlib.mock.plan import make_plan
+from loadlib.mockapi.config import KEYS, MockConfig, MockConfigError, parse_overrides, resolve, split_model
 
 
 def test_parse_overrides_types() -> None:

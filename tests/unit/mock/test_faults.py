@@ -8,7 +8,6 @@ import random
 import orjson
 import pytest
 
-from loadlib.mock.config import MockConfig
 from loadlib.mock.faults import (
     FAULT_KINDS,
     MAX_FOR_S,
@@ -20,6 +19,7 @@ from loadlib.mock.faults import (
     parse_fault,
 )
 from loadlib.mock.plan import make_plan
+from loadlib.mockapi.config import MockConfig
 
 BASE = MockConfig(ttft_ms=50.0, fault="drop", fault_rate=0.1, stall_ms=2000.0)
 

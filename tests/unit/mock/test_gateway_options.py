@@ -15,7 +15,6 @@ import pytest
 from loadlib.data import canary
 from loadlib.mock import prompt as prompt_module
 from loadlib.mock.cli import build_parser
-from loadlib.mock.config import KEYS, MockConfig, MockConfigError, parse_overrides, resolve
 from loadlib.mock.llm_request import parse_call
 from loadlib.mock.llm_response import Answer, prompt_answer, stream_renderer, whole_body
 from loadlib.mock.plan import billed_prompt_tokens, make_plan, reported_prompt_tokens
@@ -23,6 +22,7 @@ from loadlib.mock.prompt import LARGE_PROMPT_BYTES, PromptCount, canary_position
 from loadlib.mock.render import text
 from loadlib.mock.server import MockServer
 from loadlib.mock.truth import TruthRecord
+from loadlib.mockapi.config import KEYS, MockConfig, MockConfigError, parse_overrides, resolve
 from loadlib.records.tokens import count_chat, count_text
 
 CODE = canary.code_for("doc-1")

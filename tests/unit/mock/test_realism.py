@@ -10,10 +10,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from loadlib.data import FINDINGS_SCHEMA
-from loadlib.mock.config import MockConfig, model_context_limit, parse_overrides, resolve
 from loadlib.mock.plan import billed_prompt_tokens, draw_variant, json_is_valid, make_plan, output_seed
 from loadlib.mock.render import OpenAIStream
 from loadlib.mock.structured import GENERIC_OBJECT, answer_text, requested_schema, token_pieces
+from loadlib.mockapi.config import MockConfig, model_context_limit, parse_overrides, resolve
 from loadlib.records.tokens import count_text
 
 

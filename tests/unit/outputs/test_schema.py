@@ -18,7 +18,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from loadlib.errors import ErrorClass
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 from loadlib.metrics.saturation import saturation_verdict
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary

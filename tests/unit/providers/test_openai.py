@@ -10,7 +10,8 @@ import pytest
 
 from loadlib.errors import ErrorClass, MalformedEventError, UnsupportedAPIError
 from loadlib.providers.base import ERROR, OUTPUT, TERMINAL, VISIBLE, ChatRequest
-from loadlib.providers.openai import OpenAIAdapter, OpenAIChatParser, join_path
+from loadlib.providers.http import join_path
+from loadlib.providers.openai import OpenAIAdapter, OpenAIChatParser
 
 ADAPTER = OpenAIAdapter()
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]

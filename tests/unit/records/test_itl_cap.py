@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from loadlib.config import Limits
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 from loadlib.metrics.stats import LLMStats
 from loadlib.outputs.records import record_line
 from loadlib.providers.base import StreamResult

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from loadlib.metrics.histogram import Histogram
+from loadlib.histogram import Histogram
 from loadlib.reports.records_in import read_records
 from loadlib.reports.run_series import build_series
 from loadlib.reports.run_stats import (

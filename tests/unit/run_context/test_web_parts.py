@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 from loadlib.errors import ConfigError
+from loadlib.histogram import Histogram
 from loadlib.locust.parts import HealthPart, StatsPart
 from loadlib.locust.weblogin import credentials, matches
-from loadlib.metrics.histogram import Histogram
 from tests.support.records import make_record
 
 

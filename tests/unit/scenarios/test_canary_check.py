@@ -8,7 +8,8 @@ import pytest
 
 from loadlib.data import canary
 from loadlib.errors import ErrorClass
-from loadlib.metrics.scenarios import ScenarioResults, document_checks, scenario_summary, truncation_hints
+from loadlib.metrics.document_results import document_checks, summarize, truncation_hints
+from loadlib.metrics.scenarios import ScenarioResults
 from loadlib.mock import MockConfig
 from loadlib.mock.llm_response import canary_quote
 from loadlib.mock.plan import billed_prompt_tokens, reported_prompt_tokens
@@ -68,7 +69,7 @@ def test_summary_counts_both_checks_and_their_disagreement() -> None:
     for _ in range(2):
         document_checks(r, "whole", "missing", "fits")
     document_checks(r, "probe", None, "truncated")
-    checks = scenario_summary(r, {})["long_document"]["checks"]
+    checks = summarize(r, {})["checks"]
     assert checks == {
         "canary": {"quoted": 3, "missing": 2},
         "billing": {"fits": 5, "truncated": 1, "unverified": 0},
@@ -100,7 +101,7 @@ def hints_for(cfg: MockConfig, sizes: list[int]) -> tuple[list[str], set[str | N
     for sent, (seen, billed, counted, truth) in zip(sizes, mock_answers(cfg, sizes), strict=True):
         document_checks(r, "whole", seen, billed, counted, 100.0 * billed_prompt_tokens(cfg, sent) / sent)
         truths.add(truth)
-    return truncation_hints(scenario_summary(r, {})["long_document"]["checks"]), truths
+    return truncation_hints(summarize(r, {})["checks"]), truths
 
 
 def test_truncated_behind_a_counting_gateway_is_never_told_to_turn_the_canary_off() -> None:
@@ -149,7 +150,7 @@ def test_checks_that_agree_give_no_hint(cfg: MockConfig, sizes: list[int]) -> No
 def test_a_quoted_code_billed_short_says_the_end_arrived() -> None:
     r = ScenarioResults()
     document_checks(r, "whole", "quoted", "truncated", "short", 50.0)
-    (hint,) = truncation_hints(scenario_summary(r, {})["long_document"]["checks"])
+    (hint,) = truncation_hints(summarize(r, {})["checks"])
     assert hint.startswith("1 answers quoted the reference code though billing said truncated")
 
 

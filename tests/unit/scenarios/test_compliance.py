@@ -8,7 +8,7 @@ import orjson
 
 from loadlib.data import FINDINGS_SCHEMA
 from loadlib.errors import ErrorClass
-from loadlib.metrics import scenarios as results
+from loadlib.metrics import compliance_results as results
 from loadlib.metrics.scenarios import ScenarioResults
 from loadlib.outputs.audit import audit_line
 from loadlib.outputs.jsonl import JsonlWriter
@@ -61,7 +61,7 @@ def test_review_classifies_and_counts() -> None:
     assert other(changed, rec())[0] is ErrorClass.NONDETERMINISTIC
     assert Review(env, v)(StreamResult(text_by_choice={0: "{"}), rec())[0] is ErrorClass.SCHEMA_INVALID
     assert Review(env, v)(ok, rec(finish_reason="length"))[0] is ErrorClass.TRUNCATED
-    s = results._compliance(env)
+    s = results.summarize(env, {})
     assert (s["schema_valid"], s["schema_invalid"], s["deterministic"], s["nondeterministic"]) == (3, 2, 1, 1)
 
 

@@ -10,7 +10,7 @@ import pytest
 from loadlib.errors import ErrorClass
 from loadlib.records.record import RequestRecord
 from loadlib.sinks import lineproto as lp
-from tests.support.records import make_record
+from tests.support.records import make_record, make_user_request
 
 TS = 1_764_400_000_123_456_789
 
@@ -305,7 +305,8 @@ def test_breaker_state_is_always_an_int() -> None:
 
 
 def test_user_request_point() -> None:
-    line = lp.user_request_line("r", "host_1", "chat", "backup", "primary", ErrorClass.OK, 812.1256, 40.5, 2, True, TS)
+    user = make_user_request(endpoint="backup", e2e_ms=812.1256, ttft_ms=40.5, attempts=2, start_unix_ns=TS)
+    line = lp.user_request_line(user, "r", "host_1")
     m, tags, fields, ts = parse_line(line)
     assert m == "llm_user_request"
     assert tags == {
@@ -327,22 +328,24 @@ def test_user_request_point() -> None:
 
 
 def test_user_request_that_no_endpoint_answered() -> None:
-    line = lp.user_request_line("r", "w", "chat", "", "primary", ErrorClass.HTTP_5XX, 120, None, 3, False, TS)
+    failed = {"status": ErrorClass.HTTP_5XX, "e2e_ms": 120, "ttft_ms": None, "attempts": 3, "start_unix_ns": TS}
+    line = lp.user_request_line(make_user_request(endpoint="", **failed), "r", "w")
     _, tags, fields, _ = parse_line(line)
     assert tags["endpoint"] == lp.NO_ENDPOINT == "none" and tags["status"] == "http_5xx"
     assert fields == {"e2e_ms": ("float", 120.0), "attempts": ("int", 3), "failed_over": ("int", 0)}
-    line = lp.user_request_line("r", "w", "chat", None, "primary", ErrorClass.CONNECT_ERROR, 5.0, None, 1, False, TS)
+    line = lp.user_request_line(make_user_request(endpoint=None, status=ErrorClass.CONNECT_ERROR), "r", "w")
     assert parse_line(line)[1]["endpoint"] == "none"
 
 
 def test_user_request_types_never_follow_the_python_value() -> None:
-    line = lp.user_request_line("r", "w", "s", "e", "e", "ok", math.nan, math.inf, 1.0, 1, TS)  # type: ignore[arg-type]
+    user = make_user_request(e2e_ms=math.nan, ttft_ms=math.inf, attempts=1.0, endpoint="e", preferred="p")
+    line = lp.user_request_line(user, "r", "w")
     _, _, fields, _ = parse_line(line)
     assert fields == {"attempts": ("int", 1), "failed_over": ("int", 1)}
 
 
 def test_user_request_tags_are_escaped() -> None:
-    line = lp.user_request_line("r", "w", "a,b c=d", "back\\up", "p", "ok", 1.0, 1.0, 1, False, TS)
+    line = lp.user_request_line(make_user_request(scenario="a,b c=d", endpoint="back\\up"), "r", "w")
     _, tags, _, _ = parse_line(line)
     assert tags["scenario"] == "a,b c=d" and tags["endpoint"] == "back/up"
 

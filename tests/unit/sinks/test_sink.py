@@ -13,7 +13,7 @@ from loadlib.errors import ErrorClass
 from loadlib.records.record import RequestRecord
 from loadlib.sinks.influx import InfluxSink, backoff_delay
 from loadlib.sinks.transports import WriteError
-from tests.support.records import make_record
+from tests.support.records import make_record, make_user_request
 
 
 class FakeTransport:
@@ -96,7 +96,7 @@ def test_outage_within_the_buffer_loses_nothing() -> None:
     for i in range(300):
         sink.submit_record(record(i))
         if i % 50 == 0:
-            gevent.sleep(0.02)
+            gevent.sleep(0)  # the writer runs (and fails) between submissions
     wait_for(lambda: sink.stats().write_errors >= 3)
     assert sink.stats().written == 0
     assert_conserved(sink)
@@ -113,7 +113,7 @@ def test_overflow_during_an_outage_drops_the_oldest_and_counts_exactly() -> None
     t.down = True
     for i in range(500):
         sink.submit_record(record(i))
-    gevent.sleep(0.1)
+    wait_for(lambda: sink.stats().write_errors >= 1)
     assert_conserved(sink)
     t.down = False
     wait_for(lambda: sink.stats().buffered == 0)
@@ -144,11 +144,11 @@ def test_permanent_rejections_are_counted_not_retried() -> None:
 def test_retry_after_is_honoured() -> None:
     t = FakeTransport()
     t.fail_next = [WriteError("HTTP 429", retryable=True, status=429, retry_after_s=0.5)]
-    sink = make_sink(t, batch_size=1)
-    start = time.monotonic()
+    waits: list[float] = []
+    sink = make_sink(t, batch_size=1, backoff_wait=waits.append)
     sink.submit_record(record(1))
     wait_for(lambda: sink.stats().written == 1)
-    assert time.monotonic() - start >= 0.45
+    assert waits == [0.5], "Retry-After outlasts the backoff (at most backoff_max_s, 0.05 s)"
     sink.close(1.0)
 
 
@@ -158,7 +158,7 @@ def test_close_while_influx_is_down_returns_within_the_timeout() -> None:
     t.down = True
     for i in range(100):
         sink.submit_record(record(i))
-    gevent.sleep(0.1)
+    wait_for(lambda: sink.stats().write_errors >= 1)
     start = time.monotonic()
     stats = sink.close(0.5)
     assert time.monotonic() - start < 1.5
@@ -255,8 +255,11 @@ def test_breaker_points_use_the_sinks_run_id_and_worker() -> None:
 def test_user_request_points() -> None:
     t = FakeTransport()
     sink = make_sink(t)
-    sink.submit_user_request("chat", "backup", "primary", ErrorClass.OK, 900.5, 41.25, 2, True, 9)
-    sink.submit_user_request("chat", "", "primary", ErrorClass.TIMEOUT_TTFT, 30_000.0, None, 3, False, ts_ns=10)
+    sink.submit_user_request(
+        make_user_request(endpoint="backup", e2e_ms=900.5, ttft_ms=41.25, attempts=2, start_unix_ns=9)
+    )
+    timed_out = {"status": ErrorClass.TIMEOUT_TTFT, "e2e_ms": 30_000.0, "ttft_ms": None, "attempts": 3}
+    sink.submit_user_request(make_user_request(endpoint=None, start_unix_ns=10, **timed_out))
     sink.close(1.0)
     assert t.lines == [
         "llm_user_request,endpoint=backup,preferred=primary,run_id=r,scenario=chat,status=ok,worker=w "
@@ -297,7 +300,7 @@ def test_every_point_kind_counts_in_the_accounting() -> None:
     sink.submit_worker_health(1, 1.0, 1.0)
     sink.submit_event("failover", "backup", worker="w")
     sink.submit_breaker("primary", 1)
-    sink.submit_user_request("s", "e", "e", "ok", 1.0, 1.0, 1, False)
+    sink.submit_user_request(make_user_request())
     sink.submit_drill(0, "e", "f", {"user_requests": 1, "passed": 1})
     sink.submit_record((99, "unknown"))  # type: ignore[arg-type]  # an unknown kind is rejected and counted
     stats = sink.close(1.0)

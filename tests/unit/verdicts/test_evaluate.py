@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from loadlib.metrics.histogram import RELATIVE_ERROR
+from loadlib.histogram import RELATIVE_ERROR
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary
 from loadlib.verdicts.evaluate import evaluate, required_samples, stats_histograms

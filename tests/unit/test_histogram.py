@@ -10,7 +10,7 @@ from fractions import Fraction
 import msgpack
 import pytest
 
-from loadlib.metrics.histogram import RELATIVE_ERROR, Histogram, record_many_into
+from loadlib.histogram import RELATIVE_ERROR, Histogram, record_many_into
 
 PS = (0, 1, 10, 25, 50, 75, 90, 95, 99, 99.9, 100)
 
