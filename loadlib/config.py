@@ -43,18 +43,22 @@ class Limits:
     event: int = 8 << 20
     response: int = 128 << 20
     head: int = 64 << 10  # status line and header section (interim 1xx heads included): --llm-max-head-kb
+    text: int = 1 << 20  # output characters a parser keeps (loadlib.providers.kept): --llm-max-text-kb
 
     def __post_init__(self) -> None:
         for name in ("line", "event", "response"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1024:
                 raise ConfigError(f"--llm-max-{name}-mb must be at least 0.001 (1 KiB), got {value / (1 << 20):g}")
-        if not isinstance(self.head, int) or self.head < 1024:
-            raise ConfigError(f"--llm-max-head-kb must be at least 1, got {self.head / 1024:g}")
+        for name in ("head", "text"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1024:
+                raise ConfigError(f"--llm-max-{name}-kb must be at least 1, got {value / 1024:g}")
 
     @classmethod
-    def from_mb(cls, line: float, event: float, response: float, head_kb: float = 64) -> Limits:
-        return cls(int(line * (1 << 20)), int(event * (1 << 20)), int(response * (1 << 20)), int(head_kb * 1024))
+    def from_mb(cls, line: float, event: float, response: float, head_kb: float = 64, text_kb: float = 1024) -> Limits:
+        line_b, event_b, response_b = (int(v * (1 << 20)) for v in (line, event, response))
+        return cls(line_b, event_b, response_b, int(head_kb * 1024), int(text_kb * 1024))
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,4 +191,4 @@ def timeouts_from_options(options: Any) -> Timeouts:
 
 def limits_from_options(options: Any) -> Limits:
     mb = (options.llm_max_line_mb, options.llm_max_event_mb, options.llm_max_response_mb)
-    return Limits.from_mb(*mb, getattr(options, "llm_max_head_kb", 64))
+    return Limits.from_mb(*mb, getattr(options, "llm_max_head_kb", 64), getattr(options, "llm_max_text_kb", 1024))

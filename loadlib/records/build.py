@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 from loadlib.errors import ErrorClass
 from loadlib.providers import registry
@@ -54,7 +55,6 @@ def build_record(
     if in_tokens is not None and out_tokens is not None:
         cost = prices.cost(model, in_tokens, out_tokens, cached, cached_included=registry.cached_included(provider))
     status = outcome.status
-    rest = outcome.itl_rest
     return RequestRecord(
         run_id=run_id,
         scenario=scenario,
@@ -69,16 +69,8 @@ def build_record(
         hedge=hedge,
         turn=turn,
         start_unix_ns=start_unix_ns,
-        ttfb_ms=outcome.ttfb_ms,
-        first_event_ms=outcome.first_event_ms,
-        ttft_ms=outcome.ttft_ms,
-        ttfo_ms=outcome.ttfo_ms,
-        e2e_ms=outcome.e2e_ms,
-        itl_ms=gaps_ms(outcome.output_stamps_ms[: MAX_ITL + 1]),
-        itl_dropped=rest.count if rest is not None else 0,
-        itl_rest=rest.to_dict() if rest is not None else None,
+        **_timing(outcome),
         **_per_token(outcome, out_tokens),
-        output_events=output_events(outcome),
         intended_send_ms=intended_send_ms,
         schedule_lag_ms=schedule_lag_ms,
         prompt_tokens=prompt,
@@ -100,6 +92,22 @@ def build_record(
         response_bytes=outcome.response_bytes,
         text_dropped=result.text_dropped if result else 0,
     )
+
+
+def _timing(outcome: StreamOutcome) -> dict[str, Any]:
+    """The attempt's clock readings and its ITL gaps (the first MAX_ITL listed, the rest as a histogram)."""
+    rest = outcome.itl_rest
+    return {
+        "ttfb_ms": outcome.ttfb_ms,
+        "first_event_ms": outcome.first_event_ms,
+        "ttft_ms": outcome.ttft_ms,
+        "ttfo_ms": outcome.ttfo_ms,
+        "e2e_ms": outcome.e2e_ms,
+        "itl_ms": gaps_ms(outcome.output_stamps_ms[: MAX_ITL + 1]),
+        "itl_dropped": rest.count if rest is not None else 0,
+        "itl_rest": rest.to_dict() if rest is not None else None,
+        "output_events": output_events(outcome),
+    }
 
 
 def output_events(outcome: StreamOutcome) -> int:
