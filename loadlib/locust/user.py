@@ -159,7 +159,8 @@ class LLMUser(FastHttpUser):
         - `messages`: OpenAI-style messages (`{"role": "system"|"user"|"assistant"|"tool", "content": ...}`); the
           Anthropic adapter lifts system messages into its `system` field.
         - `max_tokens`: the output cap (default: --llm-max-tokens). `prompt_tokens_est`: your count of the prompt
-          (`count_chat(messages)`, counted once beforehand), kept on the record when the server sends no usage.
+          (`count_chat(messages)`, counted once beforehand), kept on the record, which falls back on it for
+          tokens and cost when the server sends no usage.
         - `turn`: the turn number of a multi-turn conversation, kept on the record. `scenario`: the row name for this
           request (default: the class's `scenario`). `intended_send_ms`: for your own pacing (normally unset).
         - `check(result, record)` runs after the stream and before reporting, on successes only; returning
