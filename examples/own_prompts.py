@@ -1,7 +1,9 @@
 """Prompts from your own JSONL file: one object per line, {"prompt": ..., "system": ..., "max_tokens": ...}.
 
-locust -f examples/own_prompts.py --headless -u 2 -r 2 -t 10s --llm-summary results/own_prompts.json
-locust -f examples/own_prompts.py --headless -u 2 -r 2 -t 10s --prompts-file my_prompts.jsonl
+    locust -f examples/own_prompts.py --headless -u 2 -r 2 -t 10s --llm-summary results/own_prompts.json
+    locust -f examples/own_prompts.py --headless -u 2 -r 2 -t 10s --prompts-file my_prompts.jsonl
+
+Without --prompts-file, the prompts.jsonl beside this file is sent.
 """
 
 from locust import between, events, task

@@ -10,7 +10,6 @@ for both providers, in `reply.result.tool_calls`. The mock answers a forced tool
 from locust import task
 
 import json
-import uuid
 from typing import Any
 
 from loadlib import ErrorClass, LLMUser, RequestRecord, StreamResult
@@ -72,5 +71,5 @@ class ToolUser(LLMUser):
             return  # counted as schema_invalid (or the transport's error): no tool to run
         call = first.result.tool_calls[0]
         output = json.dumps({"forecast": "rain", "temperature_c": 9})
-        messages = [QUESTION, *tool_turn(provider, call.id or f"call_{uuid.uuid4().hex[:8]}", call.arguments, output)]
+        messages = [QUESTION, *tool_turn(provider, call.id or "call_1", call.arguments, output)]
         self.chat(messages, scenario="tool_answer", extra_body={"tools": tool_options(provider)["tools"]})
