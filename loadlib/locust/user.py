@@ -52,7 +52,10 @@ class LLMRequestError(Exception):
 
 
 Check = Callable[[StreamResult | None, RequestRecord], tuple[ErrorClass, str] | None]
+"""`chat(check=...)`: `check(result, record)` on a successful attempt; `(ErrorClass, message)` makes it a failure of
+that class, None keeps it a success."""
 OnRecord = Callable[[RequestRecord, StreamResult | None], None]
+"""`chat(on_record=...)`: `on_record(record, result)` with every attempt's final record, inside the attempt."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
