@@ -1,10 +1,11 @@
 """Tool (function) calling: the model is asked to call `get_weather`, a check makes sure it did, and the tool's result
 goes back in a second request for the final answer, the two requests an agent's tool use costs.
 
+    locust -f examples/tool_calling.py --headless -u 2 -r 2 -t 10s
     locust -f examples/tool_calling.py --headless -u 2 -r 2 -t 10s --llm-provider anthropic
 
 Tools go in the request body through `extra_body`, in the provider's own format; the calls come back parsed, the same
-for both providers, in `reply.result.tool_calls`. The mock answers a forced tool on the Anthropic Messages API only.
+for both providers, in `reply.result.tool_calls`.
 """
 
 from locust import task

@@ -59,7 +59,7 @@ EXAMPLES = {
     "custom_check": Example(
         "custom_check.py", ("--llm-threshold", "error_rate{class=truncated} < 5%", "--llm-max-tokens", "16")
     ),
-    "tool_calling": Example("tool_calling.py", ("--llm-provider", "anthropic")),
+    "tool_calling": Example("tool_calling.py", ("--llm-provider", "anthropic")),  # the doc runs it on OpenAI
     "multi_turn": Example("multi_turn.py", ("--llm-records", "{out}/records.jsonl"), seconds=5),
     "weighted_mix": Example("weighted_mix.py", users=4),
     "custom_shape": Example("custom_shape.py", ("--csv", "{out}/spike", "--csv-full-history"), users=4, seconds=6),
