@@ -20,7 +20,9 @@ DEFAULT_FILE = Path(__file__).with_name("prompts.jsonl")
 
 @events.init_command_line_parser.add_listener
 def add_options(parser: Any) -> None:
-    parser.add_argument("--prompts-file", default=str(DEFAULT_FILE), help="JSONL file of prompts to send")
+    parser.add_argument(
+        "--prompts-file", default=str(DEFAULT_FILE), env_var="LOCUST_PROMPTS_FILE", help="JSONL file of prompts to send"
+    )
 
 
 @dataclass(frozen=True)
