@@ -9,14 +9,19 @@ import subprocess
 from pathlib import Path
 
 import loadlib
-from tests.integration.locust_runs import ROOT, env
+from tests.support.checkout import ROOT, child_env
 
 SECTION = re.compile(r'<section id="([^"]+)">')
 
 
 def build(out: Path) -> str:
     done = subprocess.run(
-        ["bash", "scripts/api_docs.sh", str(out)], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120
+        ["bash", "scripts/api_docs.sh", str(out)],
+        cwd=ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     return (out / "loadlib.html").read_text()

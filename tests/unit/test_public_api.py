@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 import loadlib
-from tests.integration.locust_runs import ROOT, env
+from tests.support.checkout import ROOT, child_env
 
 PROBE = "import sys; import {module}; print('gevent' in sys.modules, 'locust' in sys.modules)"
 
@@ -18,7 +18,9 @@ PROBE = "import sys; import {module}; print('gevent' in sys.modules, 'locust' in
 def imports_locust(module: str) -> str:
     """What a fresh interpreter has imported after `import module`: 'gevent? locust?'."""
     code = PROBE.format(module=module)
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -46,7 +48,9 @@ def test_entry_points_without_locust_do_not_import_gevent(module: str) -> None:
 
 def test_a_locust_name_imports_locust_only_when_used() -> None:
     code = "import sys, loadlib; a = 'gevent' in sys.modules; loadlib.LLMUser; print(a, 'gevent' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=60
+    )
     assert done.stdout.strip() == "False True", done.stderr
 
 
