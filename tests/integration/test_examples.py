@@ -56,8 +56,9 @@ class Outcome:
 EXAMPLES = {
     "own_prompts": Example("own_prompts.py", ("--llm-records", "{out}/records.jsonl")),
     "own_prompts_bad_file": Example("own_prompts.py", ("--prompts-file", "{out}/bad.jsonl")),
-    "custom_check": Example(
-        "custom_check.py", ("--llm-threshold", "error_rate{class=truncated} < 5%", "--llm-max-tokens", "16")
+    "custom_check": Example(  # short answers: the threshold needs 20 requests to be judged, even on a busy machine
+        "custom_check.py",
+        ("--llm-threshold", "error_rate{class=truncated} < 5%", "--llm-max-tokens", "16", "--llm-mock", "itl_ms=2"),
     ),
     "tool_calling": Example("tool_calling.py", ("--llm-provider", "anthropic")),  # the doc runs it on OpenAI
     "multi_turn": Example("multi_turn.py", ("--llm-records", "{out}/records.jsonl"), seconds=5),
