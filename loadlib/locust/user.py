@@ -27,6 +27,7 @@ from loadlib.failover.dispatch import UNJUDGED, Attempt, Delivery, Handle
 from loadlib.locust.context import RunContext, context
 from loadlib.locust.fatal import backoff_s
 from loadlib.locust.install import install, stop_run
+from loadlib.locust.scenario_part import ScenarioSpec
 from loadlib.logs import RateLimitedLog
 from loadlib.metrics import scenarios as found
 from loadlib.pacing import wait_for_slot
@@ -51,7 +52,10 @@ class LLMRequestError(Exception):
 
 
 Check = Callable[[StreamResult | None, RequestRecord], tuple[ErrorClass, str] | None]
+"""`chat(check=...)`: `check(result, record)` on a successful attempt; `(ErrorClass, message)` makes it a failure of
+that class, None keeps it a success."""
 OnRecord = Callable[[RequestRecord, StreamResult | None], None]
+"""`chat(on_record=...)`: `on_record(record, result)` with every attempt's final record, inside the attempt."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -65,18 +69,26 @@ class Reply:
 
     @property
     def text(self) -> str:
+        """The answer's text (choice 0); empty when the request failed before any output."""
         return self.result.text if self.result is not None else ""
 
     @property
     def ok(self) -> bool:
+        """Whether the attempt succeeded (its record's status is `ok`, after your check)."""
         return self.record.ok
 
 
 class LLMUser(FastHttpUser):
-    """Base class of every scenario user. Subclasses define tasks that call `self.chat(...)`."""
+    """Base class of every LLM load-test user: subclass it, write Locust `@task` methods that call `self.chat(...)`.
+
+    Class attributes: `scenario` names the summary rows and Locust's table rows of its requests; `spec` (a
+    `ScenarioSpec`) declares the scenario's data, prepared once before any request is timed and read with
+    `self.data()`, and its default SLOs; `wait_time` is Locust's think time. `self.settings` holds the run's
+    resolved settings and `self.run_context` loadlib's state of the run (its events: `self.run_context.events`)."""
 
     abstract = True
     scenario = "chat"
+    spec: ScenarioSpec | None = None
     pool: dict[str, Any] | None = None  # a default endpoint pool (as in a --llm-pool file) when none is given
 
     def __init__(self, environment: Any) -> None:
@@ -96,6 +108,13 @@ class LLMUser(FastHttpUser):
             self.run_context.start()
             settings = self.run_context.settings
         return settings
+
+    def data(self) -> Any:
+        """What this scenario's `spec.prepare(options)` built for the run's current options (built once, before the
+        first request; again only when the spec's `signature(options)` changes)."""
+        if self.spec is None:
+            raise TypeError(f"{type(self).__name__} has no spec: set `spec = ScenarioSpec(...)` to have data")
+        return self.run_context.scenarios.data(self.spec, self.environment.parsed_options)
 
     def open_loop_wait_time(self) -> float:
         """In an open-loop run the arrival schedule decides when the next request goes: no think time."""
@@ -140,10 +159,22 @@ class LLMUser(FastHttpUser):
     ) -> Reply:
         """Stream one chat request, report it, and return its Reply. Never raises for a failed request.
 
-        `check(result, record)` runs after the stream and before reporting; returning (error class, message) turns a
-        transport success into a scenario failure (schema_invalid, nondeterministic, truncated...). `on_record(record,
-        result)` then sees every attempt's final record inside the attempt: counts kept there agree with the records
-        even when the run's end stops the user as the answer arrives (after chat() returns, they would be lost)."""
+        - `messages`: OpenAI-style messages (`{"role": "system"|"user"|"assistant"|"tool", "content": ...}`); the
+          Anthropic adapter lifts system messages into its `system` field.
+        - `max_tokens`: the output cap (default: --llm-max-tokens). `prompt_tokens_est`: your count of the prompt
+          (`count_chat(messages)`, counted once beforehand), kept on the record, which falls back on it for
+          tokens and cost when the server sends no usage.
+        - `turn`: the turn number of a multi-turn conversation, kept on the record. `scenario`: the row name for this
+          request (default: the class's `scenario`). `intended_send_ms`: for your own pacing (normally unset).
+        - `check(result, record)` runs after the stream and before reporting, on successes only; returning
+          `(ErrorClass, message)` turns the success into a failure of that class (schema_invalid, truncated,
+          empty_response...), counted in the summary's error rows, Locust's failures and thresholds
+          (`error_rate{class=truncated} < 1%`); returning None keeps it a success.
+        - `on_record(record, result)` then sees every attempt's final record inside the attempt: counts kept there
+          agree with the records even when the run's end stops the user as the answer arrives (after chat()
+          returns, they would be lost).
+        - `**request_options`: any other `ChatRequest` field: `temperature`, `json_schema`, `extra_body` (merged
+          last into the JSON body: `tools`, `tool_choice`, ...), `extra_headers`, `stream`."""
         rt = self.settings
         if intended_send_ms is None and self.run_context.arrivals is not None:
             intended_send_ms = wait_for_slot(self.run_context.arrivals, gevent.sleep)

@@ -65,6 +65,20 @@ def max_tokens(api: str, body: dict[str, Any]) -> int | None:
     return value
 
 
+def forced_function(body: dict[str, Any]) -> str | None:
+    """Name of the function an OpenAI request forces with tool_choice (a named function, or "required": the first
+    tool's), else None."""
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        function = choice.get("function")
+        return str(function.get("name") or "function") if isinstance(function, dict) else "function"
+    if choice == "required":
+        tools = body.get("tools") or []
+        first = tools[0].get("function") if tools and isinstance(tools[0], dict) else None
+        return str(first.get("name") or "function") if isinstance(first, dict) else "function"
+    return None
+
+
 def forced_tool(body: dict[str, Any]) -> str | None:
     """Name of the tool an Anthropic request forces with tool_choice (type "tool" or "any"), else None."""
     choice = body.get("tool_choice")

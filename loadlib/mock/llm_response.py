@@ -180,6 +180,7 @@ def _openai_stream(answer: Answer) -> Stream:
         include_usage,
         call.cfg.usage,
         answer.pieces,
+        answer.tool,
     )
 
 
@@ -219,6 +220,7 @@ def _openai_body(answer: Answer, content: str) -> bytes:
         answer.prompt_tokens,
         plan.output_tokens,
         answer.call.cfg.usage != "none",
+        answer.tool,
     )
 
 

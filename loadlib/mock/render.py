@@ -30,6 +30,8 @@ CYCLE: tuple[int, ...] = tuple(random.Random(0x5EED).choices(range(len(WORDS)), 
 
 _OA_TAIL = '"},"logprobs":null,"finish_reason":null}]}\n\n'
 _OA_CONTENT = b',"choices":[{"index":0,"delta":{"content":'
+_OA_ARGUMENTS = b',"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":'
+_OA_ARGUMENTS_TAIL = b'}}]},"logprobs":null,"finish_reason":null}]}\n\n'
 _AN_HEAD = (
     'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"'
 )
@@ -163,9 +165,10 @@ def _usage_openai(prompt: int, completion: int) -> dict[str, Any]:
 class OpenAIStream(Stream):
     """OpenAI Chat Completions chunks. Usage: "separate" sends a usage-only chunk when the request asked for
     include_usage (OpenAI's behaviour); "finish" puts usage on the finish chunk always (as some compatible
-    servers do); "none" never sends it."""
+    servers do); "none" never sends it. With a forced function (`tool`), the answer's pieces stream as that
+    function call's arguments, and the finish reason is `tool_calls`."""
 
-    __slots__ = ("_base", "include_usage", "prompt_tokens", "usage_mode")
+    __slots__ = ("_base", "include_usage", "prompt_tokens", "tool", "usage_mode")
 
     def __init__(
         self,
@@ -179,6 +182,7 @@ class OpenAIStream(Stream):
         include_usage: bool,
         usage_mode: str,
         pieces: tuple[str, ...] | None = None,
+        tool: str | None = None,
     ) -> None:
         super().__init__(offset, n_tokens, k, pieces)
         self._base = {"id": "chatcmpl-" + rid, "object": "chat.completion.chunk", "created": created, "model": model}
@@ -186,13 +190,28 @@ class OpenAIStream(Stream):
         self.prompt_tokens = prompt_tokens
         self.include_usage = include_usage
         self.usage_mode = usage_mode
-        if k == 1 and pieces is None:
+        self.tool = tool
+        if tool is not None:
+            self._function_call(rid, tool)
+        elif k == 1 and pieces is None:
             self._prefix += b'"'
             self._cycle = _OA_SUFFIX
         else:
             tail = _OA_TAIL.encode()
             n_events = -(-n_tokens // k)
             self._custom = [_dumps(self._event_words(i))[:-1] + tail for i in range(n_events)]
+
+    def _function_call(self, rid: str, tool: str) -> None:
+        """Argument deltas; the first also names the call (its id, type and function name), as OpenAI's does."""
+        self._prefix = b"data: " + _dumps(self._base)[:-1] + _OA_ARGUMENTS
+        n_events = -(-self.n // self.k)
+        self._custom = [_dumps(self._event_words(i)) + _OA_ARGUMENTS_TAIL for i in range(n_events)]
+        if n_events:
+            function = {"name": tool, "arguments": self._event_words(0)}
+            call = {"index": 0, "id": "call_" + rid, "type": "function", "function": function}
+            self._first = self._chunk(
+                [{"index": 0, "delta": {"tool_calls": [call]}, "logprobs": None, "finish_reason": None}]
+            )
 
     def _text_event(self, text: str) -> bytes:
         return b"data: " + _dumps(self._base)[:-1] + _OA_CONTENT + _dumps(text)[:-1] + _OA_TAIL.encode()
@@ -206,6 +225,8 @@ class OpenAIStream(Stream):
         )
 
     def tail(self, finish_reason: str, completion_tokens: int, terminal: bool = True) -> bytes:
+        if self.tool is not None and finish_reason == "stop":
+            finish_reason = "tool_calls"
         finish = [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish_reason}]
         usage = _usage_openai(self.prompt_tokens, completion_tokens)
         if self.usage_mode == "finish":
@@ -315,10 +336,22 @@ class AnthropicStream(Stream):
 
 
 def openai_body(
-    rid: str, model: str, created: int, content: str, finish_reason: str, prompt: int, completion: int, usage: bool
+    rid: str,
+    model: str,
+    created: int,
+    content: str,
+    finish_reason: str,
+    prompt: int,
+    completion: int,
+    usage: bool,
+    tool: str | None = None,
 ) -> bytes:
-    """Non-streamed chat.completion."""
-    message = {"role": "assistant", "content": content, "refusal": None, "annotations": []}
+    """Non-streamed chat.completion; with a forced function (`tool`), `content` is the call's arguments."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None, "annotations": []}
+    if tool is not None:
+        function = {"name": tool, "arguments": content}
+        message.update(content=None, tool_calls=[{"id": "call_" + rid, "type": "function", "function": function}])
+        finish_reason = "tool_calls" if finish_reason == "stop" else finish_reason
     body: dict[str, Any] = {
         "id": "chatcmpl-" + rid,
         "object": "chat.completion",

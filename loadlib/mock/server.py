@@ -24,7 +24,7 @@ from loadlib.mock.connection import Connection
 from loadlib.mock.faults import FaultError, FaultState, parse_fault
 from loadlib.mock.httpwire import RequestHead, response_head
 from loadlib.mock.jobs import BodyJob, StreamJob
-from loadlib.mock.llm_request import LlmCall, api_for, forced_tool, parse_call
+from loadlib.mock.llm_request import LlmCall, api_for, forced_function, forced_tool, parse_call
 from loadlib.mock.llm_response import (
     Answer,
     Header,
@@ -398,7 +398,7 @@ class MockServer:
     ) -> tuple[Answer, list[Header]]:
         """Draw the variant, then the plan: that order of draws on the server's rng is part of its determinism.
         The usage reports `usage_prompt`'s count; a prose answer quotes a canary the kept prompt holds."""
-        tool = forced_tool(call.body) if call.api == "anthropic" else None
+        tool = forced_tool(call.body) if call.api == "anthropic" else forced_function(call.body)
         variant = draw_variant(call.cfg, self.rng)
         if variant:
             rec.text_offset = offset_of(chash, self.seed, variant)

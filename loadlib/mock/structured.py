@@ -1,10 +1,11 @@
 """Structured output of the mock: which JSON schema a request asks for, and a JSON answer generated from it.
 
-OpenAI asks with `response_format` (`json_schema`, or `json_object` for any object); Anthropic with a forced tool
-whose `input_schema` has properties (a bare `{"type": "object"}` keeps the legacy `{"text": ...}` answer). The answer
-is a function of a seed: valid against the schema, or broken (cut short, or missing a required property) when the
-server's dice say so. It is split into o200k tokens, so every event carries one token and usage counts them. The work
-is a few microseconds per structured request and none for the others.
+OpenAI asks with `response_format` (`json_schema`, or `json_object` for any object) or a forced function (its
+`parameters`, any object when it has none); Anthropic with a forced tool whose `input_schema` has properties (a bare
+`{"type": "object"}` keeps the legacy `{"text": ...}` answer). The answer is a function of a seed: valid against the
+schema, or broken (cut short, or missing a required property) when the server's dice say so. It is split into o200k
+tokens, so every event carries one token and usage counts them. The work is a few microseconds per structured
+request and none for the others.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def requested_schema(api: str, body: dict[str, Any], tool: str | None) -> dict[s
                 if isinstance(schema, dict) and isinstance(schema.get("properties"), dict) and schema["properties"]:
                     return schema
         return None
+    if tool is not None:
+        return function_schema(body, tool)
     fmt = body.get("response_format")
     if not isinstance(fmt, dict):
         return None
@@ -46,6 +49,18 @@ def requested_schema(api: str, body: dict[str, Any], tool: str | None) -> dict[s
     if fmt.get("type") == "json_object":
         return GENERIC_OBJECT
     return None
+
+
+def function_schema(body: dict[str, Any], name: str) -> dict[str, Any]:
+    """The parameters of the OpenAI function `name` (a generic object when it declares none): its arguments are
+    always a JSON object."""
+    for t in body.get("tools") or ():
+        function = t.get("function") if isinstance(t, dict) else None
+        if isinstance(function, dict) and function.get("name") == name:
+            params = function.get("parameters")
+            if isinstance(params, dict) and isinstance(params.get("properties"), dict) and params["properties"]:
+                return params
+    return GENERIC_OBJECT
 
 
 def generate(schema: dict[str, Any], rng: random.Random, depth: int = 0) -> Any:

@@ -52,6 +52,8 @@ class HttpRequest:
 
 @dataclass(slots=True)
 class Usage:
+    """The token counts the server reported (None: not reported)."""
+
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_prompt_tokens: int | None = None  # OpenAI prompt_tokens_details.cached_tokens, Anthropic cache_read
@@ -62,6 +64,8 @@ class Usage:
 
 @dataclass(slots=True)
 class ToolCall:
+    """A tool (function) call the model made: its name and its arguments as the JSON text streamed."""
+
     index: int
     id: str | None = None
     name: str | None = None
@@ -80,6 +84,9 @@ class ProviderError:
 
 @dataclass(slots=True)
 class StreamResult:
+    """The parsed output of one response, provider-neutral: text per choice, reasoning, refusal, tool calls, usage,
+    finish reason (`"length"`: cut by max_tokens) and an in-stream provider error."""
+
     text_by_choice: dict[int, str] = field(default_factory=dict)
     reasoning: str = ""
     refusal: str = ""
@@ -97,6 +104,7 @@ class StreamResult:
 
     @property
     def text(self) -> str:
+        """The text of choice 0."""
         return self.text_by_choice.get(0, "")
 
 

@@ -27,6 +27,10 @@ TIMING_FIELDS = (
 
 @dataclass(frozen=True, slots=True)
 class RequestRecord:
+    """One request attempt as measured: identity (run, scenario, endpoint, turn...), timing in ms from t0 (TTFT,
+    TPOT, E2E...), tokens, cost and the outcome (`status`, an ErrorClass; `ok` when it succeeded). Every field is
+    defined in docs/records.md; `--llm-records FILE` writes one JSON line per record."""
+
     # identity
     run_id: str
     scenario: str
@@ -80,6 +84,7 @@ class RequestRecord:
 
     @property
     def ok(self) -> bool:
+        """The attempt succeeded: status `ok` (a scenario check may have made a success a failure)."""
         return self.status is ErrorClass.OK
 
     @property

@@ -65,6 +65,7 @@ def get_encoding(name: str = "o200k_base") -> tiktoken.Encoding:
 
 
 def count_text(text: str, encoding: str = "o200k_base") -> int:
+    """Tokens of `text` (o200k, GPT-4o's encoding, by default); CPU-heavy: count before a run, not per request."""
     return len(get_encoding(encoding).encode(text, disallowed_special=()))
 
 

@@ -15,6 +15,9 @@ from loadlib.errors import ErrorClass
 
 @dataclass(slots=True)  # not frozen: built once per request, and a frozen dataclass's __init__ costs twice as much
 class UserRequest:
+    """A user-visible request: its attempts (retries, hedges, failover) grouped, with the outcome, endpoint, latency
+    and TTFT the user experienced (`Reply.user`; docs/records.md, "User-visible requests")."""
+
     run_id: str
     scenario: str
     worker_id: str
@@ -32,6 +35,7 @@ class UserRequest:
 
     @property
     def ok(self) -> bool:
+        """The user got an answer."""
         return self.status is ErrorClass.OK
 
     @property

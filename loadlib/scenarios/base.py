@@ -34,7 +34,6 @@ class ScenarioUser(LLMUser):
 
     abstract = True
     scenario = "scenario"
-    spec: ScenarioSpec | None = None
 
     _seq = itertools.count()
 
@@ -47,11 +46,6 @@ class ScenarioUser(LLMUser):
 
     def think_time(self) -> float:
         return 0.0
-
-    def data(self) -> Any:
-        """This scenario's prepared data for the run's current options."""
-        assert self.spec is not None, f"{type(self).__name__} has no spec"
-        return self.run_context.scenarios.data(self.spec, self.environment.parsed_options)
 
     @property
     def found(self) -> ScenarioResults:

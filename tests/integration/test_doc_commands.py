@@ -102,6 +102,10 @@ EXPECTED_EXIT: dict[tuple[str, str], tuple[int, str]] = {
         1,
         "comparison.md 'The bars': summaries without a context probe leave that bar unknown, never a pass: exit 1",
     ),
+    ("docs/writing-load-tests.md", "error_rate{class=truncated} < 5% --llm-max-tokens 16"): (
+        99,
+        "writing-load-tests.md 'A check of your own': with --llm-max-tokens 16 every answer is truncated: exit code 99",
+    ),
     ("docs/scenarios.md", "json_valid_rate=0.9"): (
         99,
         "scenarios.md: SLOs 'set the exit code (0 when they hold, 99 when one fails'; schema_valid >= 99% at 90% valid",

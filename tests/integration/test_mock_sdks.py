@@ -130,6 +130,31 @@ def test_anthropic_forced_tool_stream(an: anthropic.Anthropic) -> None:
     assert final.stop_reason == "tool_use"
 
 
+def test_openai_forced_function_stream(oa: openai.OpenAI) -> None:
+    params = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": params}}
+    chunks = oa.chat.completions.create(
+        model="gpt-4o",
+        messages=MESSAGES,
+        stream=True,
+        tools=[tool],  # type: ignore[list-item]
+        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+    )
+    calls = [tc for c in chunks if c.choices for tc in c.choices[0].delta.tool_calls or []]
+    assert calls[0].id and calls[0].function and calls[0].function.name == "get_weather"
+    arguments = "".join(tc.function.arguments or "" for tc in calls if tc.function)
+    assert isinstance(json.loads(arguments)["city"], str)
+
+
+def test_openai_forced_function_body(oa: openai.OpenAI) -> None:
+    tools: Any = [{"type": "function", "function": {"name": "record"}}]
+    done = oa.chat.completions.create(model="gpt-4o", messages=MESSAGES, tools=tools, tool_choice="required")
+    calls: Any = done.choices[0].message.tool_calls or []
+    [call] = calls
+    assert call.function.name == "record" and isinstance(json.loads(call.function.arguments), dict)
+    assert done.choices[0].finish_reason == "tool_calls"
+
+
 def test_anthropic_sdk_sees_in_stream_error(an: anthropic.Anthropic) -> None:
     with (
         pytest.raises(anthropic.APIStatusError, match="Overloaded"),

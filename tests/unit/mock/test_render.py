@@ -9,6 +9,8 @@ import pytest
 
 from loadlib.mock import render
 from loadlib.mock.httpwire import chunk, response_head
+from loadlib.mock.llm_request import forced_function
+from loadlib.mock.structured import GENERIC_OBJECT, requested_schema
 from loadlib.records.tokens import count_text
 
 CHUNK_KEYS = ["id", "object", "created", "model", "choices"]
@@ -185,6 +187,50 @@ def test_anthropic_forced_tool_streams_valid_json_input() -> None:
     assert len(pieces) == 3
     assert json.loads("".join(pieces)) == {"text": render.text(3, 5)}
     assert data[-2]["delta"]["stop_reason"] == "tool_use"
+
+
+def test_openai_forced_function_streams_its_arguments_as_tool_call_deltas() -> None:
+    pieces = ('{"', "city", '":', ' "', "Oslo", '"}')
+    s = render.OpenAIStream("abc", "gpt-4o", 1700000000, 0, len(pieces), 2, 11, True, "separate", pieces, "get_weather")
+    chunks = [json.loads(d) for _, d in sse_events(s.head() + s.events(0, 3) + s.tail("stop", 6)) if d != "[DONE]"]
+    assert all(list(c) == CHUNK_KEYS for c in chunks[:-1])
+    calls = [c["choices"][0]["delta"]["tool_calls"][0] for c in chunks[1:4]]
+    assert (calls[0]["id"], calls[0]["type"], calls[0]["function"]["name"]) == ("call_abc", "function", "get_weather")
+    assert all(set(call) == {"index", "function"} and call["index"] == 0 for call in calls[1:])  # named once
+    assert json.loads("".join(call["function"]["arguments"] for call in calls)) == {"city": "Oslo"}
+    assert chunks[4]["choices"][0]["finish_reason"] == "tool_calls"
+    cut = [json.loads(d) for _, d in sse_events(s.tail("length", 6)) if d != "[DONE]"]
+    assert cut[0]["choices"][0]["finish_reason"] == "length"
+
+
+def test_openai_forced_function_body() -> None:
+    body = json.loads(render.openai_body("id4", "gpt", 5, '{"a": 1}', "stop", 3, 4, True, tool="f"))
+    message = body["choices"][0]["message"]
+    assert message["content"] is None and body["choices"][0]["finish_reason"] == "tool_calls"
+    assert message["tool_calls"] == [
+        {"id": "call_id4", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("choice", "name"),
+    [
+        ({"type": "function", "function": {"name": "get_weather"}}, "get_weather"),
+        ("required", "first"),
+        ("auto", None),
+        (None, None),
+    ],
+)
+def test_which_function_an_openai_request_forces(choice: Any, name: str | None) -> None:
+    tools = [{"type": "function", "function": {"name": "first"}}, {"type": "function", "function": {"name": "x"}}]
+    assert forced_function({"tools": tools, "tool_choice": choice}) == name
+
+
+def test_a_forced_function_answers_with_its_parameters_or_any_object() -> None:
+    params = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    body = {"tools": [{"type": "function", "function": {"name": "w", "parameters": params}}]}
+    assert requested_schema("openai", body, "w") is params
+    assert requested_schema("openai", body, "other") == GENERIC_OBJECT
 
 
 def test_anthropic_fault_events() -> None:
