@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("options_help", "reports"),
     ("locust",),
     ("scenarios",),
-    ("__main__", "__init__"),
+    ("__main__", "__init__", "user"),
 )
 RANK = {unit: rank for rank, layer in enumerate(LAYERS) for unit in layer}
 # The modules that start the mock (the embedded one, a pool's mocks for drills): the only importers of loadlib.mock.
