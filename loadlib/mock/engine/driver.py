@@ -34,6 +34,7 @@ class EngineDriver:
         self.pending: list[Seq] = []  # arrived after the step in progress began
         self.step: Step | None = None
         self.max_lag_ms = 0.0
+        self.free_at = 0.0  # the model's time at which the last step ended: an idle engine starts no earlier
 
     def fits(self, tokens: int) -> bool:
         """Whether a request of `tokens` (prompt and output) fits in the KV cache at all."""
@@ -42,8 +43,8 @@ class EngineDriver:
     def submit(self, seq: Seq, job: EngineJob) -> None:
         self.jobs[seq.rid] = job
         self.pending.append(seq)
-        if self.step is None:
-            self._begin(self.loop.time())
+        if self.step is None:  # idle: the step began when the request arrived (its parsing is part of it)
+            self._begin(max(seq.arrival, self.free_at))
 
     def abort(self, rid: Any) -> None:
         """The client went away: the engine frees its blocks (a step in progress still ends as planned)."""
@@ -68,7 +69,7 @@ class EngineDriver:
         if step is not None:
             self.loop.call_at(step.end, self._end)
         elif self.pending:
-            self._begin(self.loop.time())
+            self._begin(max(start, min(s.arrival for s in self.pending)))
 
     def _end(self) -> None:
         step = self.step
@@ -77,7 +78,8 @@ class EngineDriver:
         lag = now - step.end
         self.max_lag_ms = max(self.max_lag_ms, lag * 1000.0)
         self._deliver(step)  # before the next step is planned: that one moves the sequences on
-        self._begin(step.end if lag < MAX_LAG_S else now)
+        self.free_at = step.end if lag < MAX_LAG_S else now
+        self._begin(self.free_at)
 
     def _deliver(self, step: Step) -> None:
         jobs, metrics, when = self.jobs, self.metrics, step.end

@@ -18,13 +18,35 @@ from loadlib.mock.engine.seq import Seq
 @dataclass(frozen=True, slots=True)
 class Workload:
     """What every simulated request asks: its prompt (the first `shared_prefix_tokens` of it the same for all, a
-    system prompt) and its output. `turnaround_ms`: a closed-loop user's gap from one answer's end to its next
-    request (client and network), which decides whether the request catches the step that starts at that end."""
+    system prompt) and its output, `output_spread` the output's relative spread (uniform, +/-, a fixed function of
+    the user and the request's number: `output_of`). `turnaround_ms`: a closed-loop user's gap from one answer's end
+    to its next request (client and network), which decides whether the request catches the step starting then.
+
+    Answers of one length keep users that started together in step for ever (they finish together and come back
+    together); a spread mixes them, as real answers do, so a level settles into one steady state."""
 
     prompt_tokens: int = 512
     output_tokens: int = 64
     shared_prefix_tokens: int = 0
     turnaround_ms: float = 1.0
+    output_spread: float = 0.0
+
+
+def unit_draw(user: int, index: int) -> float:
+    """A number in [0, 1) fixed by (user, index): the same in the simulation and in a client that replays it."""
+    x = (user * 0x9E3779B1 + index * 0x85EBCA77 + 0x165667B1) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x2C1B3C6D) & 0xFFFFFFFF
+    x ^= x >> 12
+    x = (x * 0x297A2D39) & 0xFFFFFFFF
+    x ^= x >> 15
+    return x / 4294967296.0
+
+
+def output_of(workload: Workload, user: int, index: int) -> int:
+    """Output tokens of a user's `index`-th request (at least 1)."""
+    spread = workload.output_spread * (2.0 * unit_draw(user, index) - 1.0)
+    return max(1, round(workload.output_tokens * (1.0 + spread)))
 
 
 def prompt_keys(workload: Workload, request: int, block_size: int) -> tuple[int, ...]:
@@ -32,6 +54,11 @@ def prompt_keys(workload: Workload, request: int, block_size: int) -> tuple[int,
     shared = min(workload.shared_prefix_tokens, workload.prompt_tokens) // block_size
     full = workload.prompt_tokens // block_size
     return tuple(hash(("shared", j)) if j < shared else hash((request, j)) for j in range(full))
+
+
+def _seq(params: EngineParams, workload: Workload, rid: int, at: float, output: int) -> Seq:
+    keys = prompt_keys(workload, rid, params.block_size)
+    return Seq(rid, at, workload.prompt_tokens, output, keys)
 
 
 def _drive(engine: Engine, arrivals: list[tuple[float, int, Seq]], on_finish: Callable[[Seq, float], None]) -> None:
@@ -75,10 +102,8 @@ def closed_loop(
     def send(user: int, at: float) -> None:
         rid = next(ids)
         user_of[rid] = user
+        seq = _seq(params, workload, rid, at, output_of(workload, user, sent[user]))
         sent[user] += 1
-        seq = Seq(
-            rid, at, workload.prompt_tokens, workload.output_tokens, prompt_keys(workload, rid, params.block_size)
-        )
         heapq.heappush(heap, (at, rid, seq))
 
     def finished(seq: Seq, t: float) -> None:
@@ -108,10 +133,7 @@ def poisson_arrivals(n: int, rate: float, seed: int) -> list[float]:
 def open_loop(params: EngineParams, workload: Workload, times: list[float]) -> list[Seq]:
     """One request at each of `times` (seconds), whatever the server's state. Returns every request."""
     engine = Engine(params)
-    heap = [
-        (at, i, Seq(i, at, workload.prompt_tokens, workload.output_tokens, prompt_keys(workload, i, params.block_size)))
-        for i, at in enumerate(times)
-    ]
+    heap = [(at, i, _seq(params, workload, i, at, output_of(workload, 0, i))) for i, at in enumerate(times)]
     heapq.heapify(heap)
     done: list[Seq] = []
     _drive(engine, heap, lambda seq, t: done.append(seq))
