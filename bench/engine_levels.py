@@ -4,7 +4,8 @@ A real mock process (`--engine batching`, profile h20-8b) pinned to core 0; this
 1, 8, 32, 64 and 128 closed-loop users in turn, each user sending --rounds requests (its first, the ramp, left
 out), then prints per
 level: the client's p50s, the model's (`loadlib.mock.engine.capacity.closed_level`, the same simulation behind
-/mock/capacity), their ratio, and whether /metrics counted the same requests and tokens as the client.
+/mock/capacity), their ratio, and whether /metrics counted the same requests and tokens as the client. "mock late" is
+how late the mock wrote first tokens against the model's times (a busy machine): the client's TTFT carries it.
 
     /work/venv/bin/python bench/engine_levels.py [--rounds 10] [--levels 1,8,32,64,128] [--output 32] [--words 60]
 """
@@ -12,6 +13,7 @@ level: the client's p50s, the model's (`loadlib.mock.engine.capacity.closed_leve
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -49,18 +51,20 @@ def level(base: str, port: int, users: int, rounds: int, words: int, output: int
     """One level: run, then compare the measured p50s with the model's and /metrics with the client's counts."""
     params = PROFILES["h20-8b"]
     urllib.request.urlopen(urllib.request.Request(base + "/mock/reset", b"", method="POST"), timeout=10).read()
-    work = Workload(2 * words + 12, output, output_spread=SPREAD)
+    work = Workload(2 * words + 20, output, output_spread=SPREAD, turnaround_ms=0.5)
     solo = solo_e2e_s(params, work)
-    samples = closed_loop(("127.0.0.1", port), users, 120.0, spread_s=solo, limit=rounds, words=words, work=work)
+    samples = closed_loop(("127.0.0.1", port), users, 300.0, spread_s=solo, limit=rounds, words=words, work=work)
+    records = {r["request_id"]: r for r in json.loads(get(base + "/mock/truth?limit=100000"))["records"]}
     measured = [s for s in samples if s.index > 0]
-    truth = json.loads(get(base + "/mock/truth?limit=1"))["records"][0]
-    work = Workload(truth["billed_prompt_tokens"], output, output_spread=SPREAD)
+    late = [records[s.request_id]["first_token_sent_ms"] - records[s.request_id]["planned_ttft_ms"] for s in measured]
+    work = dataclasses.replace(work, prompt_tokens=records[samples[0].request_id]["billed_prompt_tokens"])
     model = closed_level(params, work, users, rounds)
     counts = scrape(base)
     return {
         "users": users,
         "answers": len(measured),
         "ttft": quantile([s.ttft_ms for s in measured], 0.5),
+        "late": quantile(late, 0.5),
         "ttft_model": quantile([ttft_ms(s) for s in model], 0.5),
         "tpot": quantile([s.tpot_ms for s in measured], 0.5),
         "tpot_model": quantile([tpot_ms(s) for s in model], 0.5),
@@ -75,7 +79,8 @@ def show(row: dict[str, float]) -> str:
     return (
         f"{row['users']:>5} {row['answers']:>7} | TTFT p50 {row['ttft']:8.1f} model {row['ttft_model']:8.1f} "
         f"x{row['ttft'] / row['ttft_model']:.3f} | TPOT p50 {row['tpot']:6.2f} model {row['tpot_model']:6.2f} "
-        f"x{row['tpot'] / row['tpot_model']:.3f} | /metrics requests {row['metrics_requests']:.0f}/"
+        f"x{row['tpot'] / row['tpot_model']:.3f} | mock late p50 {row['late']:.2f} | "
+        f"/metrics requests {row['metrics_requests']:.0f}/"
         f"{row['client_requests']} tokens {row['metrics_tokens']:.0f}/{row['client_tokens']}"
     )
 

@@ -210,7 +210,7 @@ class MockServer:
 
     def stats_dict(self) -> dict[str, Any]:
         truth = {"truth_records": len(self.truth), "truth_stamp_bytes": self.truth.stamp_bytes}
-        return {**self.stats.to_dict(), **truth, "config": self.config_dict()}
+        return {**self.stats.to_dict(), **truth, "engine": engine.state(self.driver), "config": self.config_dict()}
 
     def config_dict(self) -> dict[str, Any]:
         return {name: getattr(self.config, name) for name in self.config.__dataclass_fields__}

@@ -83,6 +83,22 @@ def metrics_body(driver: EngineDriver | None, metrics: EngineMetrics, streams_ac
     return metrics.render(model, len(driver.engine.running), driver.waiting, kv.used / max(1, kv.total))
 
 
+def state(driver: EngineDriver | None) -> dict[str, Any] | None:
+    """The engine's load for `/mock/stats`: `max_lag_ms` is how late a step's timer fired at worst (a loop that
+    cannot keep up)."""
+    if driver is None:
+        return None
+    kv = driver.engine.kv
+    return {
+        "running": len(driver.engine.running),
+        "waiting": driver.waiting,
+        "kv_blocks_used": kv.used,
+        "kv_blocks": kv.total,
+        "preemptions": driver.engine.preemptions_total,
+        "max_lag_ms": round(driver.max_lag_ms, 3),
+    }
+
+
 def workload_of(query: dict[str, list[str]], config: MockConfig, truth: TruthLog) -> Workload:
     """The query's workload; by default the output the mock is set to give and the median prompt of recent
     requests."""
