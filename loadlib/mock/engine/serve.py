@@ -128,7 +128,7 @@ def capacity(params: EngineParams, workload: Workload, bounds: list[Bound], seed
             "shared_prefix_tokens": workload.shared_prefix_tokens,
         },
         "params": {k: getattr(params, k) for k in params.__dataclass_fields__},
-        "method": "simulation of the engine's step model (docs/mock.md#capacity)",
+        "method": "simulation of the engine's step model (docs/mock.md, /mock/capacity)",
     }
 
 
