@@ -19,6 +19,7 @@ from loadlib.mock import MockConfig, MockProcess, start_subprocess
 from loadlib.mock.engine.capacity import closed_level
 from loadlib.mock.engine.params import PROFILES
 from loadlib.mock.engine.sim import Workload, quantile, solo_e2e_s, tpot_ms, ttft_ms
+from loadlib.mock.prompt import message_bounds
 from loadlib.mock.truth import bare_id
 from tests.integration.engine_load import END, TOKEN, Sample, closed_loop, p50
 from tests.integration.locust_runs import headless, locust_cmd, run
@@ -202,3 +203,52 @@ def test_a_small_kv_cache_queues_and_preempts_long_documents() -> None:
         for (_, back), at in zip(e["waits_ms"][1:], e["preempted_at_ms"], strict=True):
             assert at < back < e2e  # a preemption's wait ends inside the client's E2E
         assert len(e["waits_ms"]) == e["preemptions"] + 1
+
+
+SYSTEM = "You answer questions about the shipping policy. " * 40  # about 330 tokens
+
+
+def test_both_apis_report_the_truths_cached_tokens(engine_mock: MockProcess) -> None:
+    """The second request with the same system prompt hits the prefix cache; the usage says how much, streamed or
+    not (OpenAI: prompt_tokens_details.cached_tokens; Anthropic: cache_read_input_tokens beside input_tokens)."""
+    for api in ("openai", "anthropic"):
+        for stream in (True, False):
+            system = f"{api} {stream} " + SYSTEM
+            (first, miss), (second, hit) = [ask(engine_mock, api, stream, system, q) for q in ("Where?", "When?")]
+            assert miss["engine"]["cached_tokens"] == 0 and first["cached"] == 0
+            whole_blocks = message_bounds([{"role": "system", "content": system}])[0] // 16 * 16
+            assert hit["engine"]["cached_tokens"] == whole_blocks > 300 and second["cached"] == whole_blocks
+            assert second["prompt"] == hit["reported_prompt_tokens"]
+
+
+def ask(mock: MockProcess, api: str, stream: bool, system: str, question: str) -> tuple[dict[str, int], dict]:
+    """One request with `system` as its system prompt: the usage as a client reads it, and its truth record."""
+    if api == "openai":
+        path = "/v1/chat/completions"
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+        body = {"model": "m", "messages": messages, "stream_options": {"include_usage": True}}
+    else:
+        path = "/v1/messages"
+        body = {"model": "m", "system": system, "messages": [{"role": "user", "content": question}]}
+    body.update({"stream": stream, "max_tokens": 4})
+    request = urllib.request.Request(mock.url + path, json.dumps(body).encode())
+    with urllib.request.urlopen(request, timeout=10) as r:
+        rid, raw = r.headers["x-mock-request-id"], r.read()
+    return usage_of(api, stream, raw), json.loads(get(mock.url + "/mock/truth?request_id=" + rid))
+
+
+def usage_of(api: str, stream: bool, raw: bytes) -> dict[str, int]:
+    """The prompt tokens (cached ones included) and the cached tokens a client reads from the usage."""
+    if stream:
+        datas = [b.partition("data: ")[2] for b in raw.decode().split("\n\n") if "data: " in b]
+        events = [json.loads(d) for d in datas if d != "[DONE]"]
+        if api == "anthropic":
+            usage = events[0]["message"]["usage"]
+        else:
+            usage = next(e["usage"] for e in events if e.get("usage"))
+    else:
+        usage = json.loads(raw)["usage"]
+    if api == "anthropic":
+        cached = usage["cache_read_input_tokens"]
+        return {"prompt": usage["input_tokens"] + cached, "cached": cached}
+    return {"prompt": usage["prompt_tokens"], "cached": usage["prompt_tokens_details"]["cached_tokens"]}
