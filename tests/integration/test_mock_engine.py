@@ -80,7 +80,7 @@ def test_levels_follow_the_model_and_metrics_count_what_the_client_saw(engine_mo
     takes that out, and the client's view of each write is checked on its own."""
     spread = solo_e2e_s(PROFILE, WORK)
     rows = []
-    for users, rounds in ((1, 8), (8, 6), (32, 5)):
+    for users, rounds in ((1, 8), (8, 6), (32, 4)):
         post(engine_mock.url + "/mock/reset")
         url = ("127.0.0.1", engine_mock.port)
         samples = closed_loop(url, users, 30.0, spread_s=spread, limit=rounds, words=WORDS, work=WORK)
@@ -138,7 +138,7 @@ def test_support_chat_prefix_cache_hits_are_reported_and_faster(engine_mock: Moc
     records_path = tmp_path / "records.jsonl"
     p = run(
         locust_cmd(
-            *headless(4, 4),
+            *headless(4, 3),
             "--only-summary",
             *("--host", engine_mock.url + "/v1", "--llm-api-key-env", "none"),
             *("--chat-turns", "2", "--chat-think-time", "0", "--chat-system-tokens", "2000"),
@@ -157,6 +157,39 @@ def test_support_chat_prefix_cache_hits_are_reported_and_faster(engine_mock: Moc
     misses = [r["ttft_ms"] for r, t in pairs if not t["engine"]["cache_hit"]]
     assert hits and misses and p50(hits) < 0.5 * p50(misses), (hits, misses)
     assert all(t["engine"]["cached_tokens"] >= 1984 for r, t in pairs if t["engine"]["cache_hit"])
+
+
+def test_a_locust_level_measures_what_the_model_scheduled(tmp_path: Path) -> None:
+    """8 support_chat users through real Locust (no prefix cache: every prompt is prefilled whole): Locust's TTFT
+    and TPOT p50 are within 5 % of the model's times for the same requests (their truth), and /metrics counted the
+    requests Locust completed and their tokens (plus what the requests cut off at the end had been given)."""
+    config = MockConfig(engine="batching", output_tokens=48, prefix_caching="off")
+    records_path = tmp_path / "records.jsonl"
+    with start_subprocess(config, extra_args=["--truth-events", "64"]) as mock:
+        p = run(
+            locust_cmd(
+                *headless(8, 3),
+                "--only-summary",
+                *("--host", mock.url + "/v1", "--llm-api-key-env", "none", "--llm-records", str(records_path)),
+                *("--chat-turns", "2", "--chat-think-time", "0", "--chat-system-tokens", "1500"),
+                locustfile="locustfiles/support_chat.py",
+            ),
+            timeout=60,
+        )
+        assert p.returncode == 0, p.stderr[-3000:]
+        by_id = {r["request_id"]: r for r in truth(mock)}
+        counts = scrape(mock)
+    rows = [json.loads(line) for line in records_path.read_text().splitlines()]
+    ok = [(r, by_id[bare_id(r["server_request_id"])]) for r in rows if r["status"] == "ok"]
+    assert len(ok) >= 16
+    late = [t["first_token_sent_ms"] - t["planned_ttft_ms"] for _, t in ok]
+    assert within(
+        p50([r["ttft_ms"] - d for (r, _), d in zip(ok, late, strict=True)]), p50([t["planned_ttft_ms"] for _, t in ok])
+    )
+    assert within(p50([r["tpot_ms"] for r, _ in ok]), p50([t["planned_mean_itl_ms"] for _, t in ok]))
+    assert counts["vllm:request_success_total"] == len(ok)
+    given = sum(r["completion_tokens"] for r, _ in ok)
+    assert given <= counts["vllm:generation_tokens_total"] <= given + 48 * (len(rows) - len(ok))  # the cut-off ones
 
 
 async def _document(port: int, number: int, words: int, output: int) -> tuple[float, float, str]:
