@@ -45,9 +45,16 @@ class EngineStreamJob(StreamJob):
     __slots__ = ("driver", "last_ms", "rid", "tail_s")
 
     def __init__(
-        self, host: JobHost, conn: Connection, record: TruthRecord, renderer: Stream, plan: Plan, head: bytes,
-        t0: float, driver: Aborter,
-    ) -> None:  # fmt: skip
+        self,
+        host: JobHost,
+        conn: Connection,
+        record: TruthRecord,
+        renderer: Stream,
+        plan: Plan,
+        head: bytes,
+        t0: float,
+        driver: Aborter,
+    ) -> None:
         super().__init__(host, conn, record, renderer, plan, head, t0)
         self.tail_s = (plan.end_ms - plan.ttft_ms - (plan.mean_itl_ms or 0.0) * (plan.events - 1)) / 1000.0
         self.deadlines = [INF] * len(self.deadlines)
@@ -123,9 +130,15 @@ class EngineBodyJob(BodyJob):
     __slots__ = ("answer", "driver", "last_ms", "rid")
 
     def __init__(
-        self, host: JobHost, conn: Connection, record: TruthRecord, answer: Answer, headers: list[tuple[str, str]],
-        t0: float, driver: Aborter,
-    ) -> None:  # fmt: skip
+        self,
+        host: JobHost,
+        conn: Connection,
+        record: TruthRecord,
+        answer: Answer,
+        headers: list[tuple[str, str]],
+        t0: float,
+        driver: Aborter,
+    ) -> None:
         super().__init__(host, conn, record, answer.plan, 200, headers, b"", t0)
         self.answer = answer
         self.driver = driver

@@ -14,8 +14,14 @@ from loadlib.mock.engine.metrics import EngineMetrics
 from loadlib.mock.engine.params import EngineParams
 from loadlib.mock.engine.seq import Seq
 
-PARAMS = EngineParams(step_base_ms=10.0, prefill_ms_per_1k=1000.0, decode_ms_per_seq=1.0, max_batched_tokens=8,
-                      kv_cache_tokens=64, block_size=4)  # fmt: skip
+PARAMS = EngineParams(
+    step_base_ms=10.0,
+    prefill_ms_per_1k=1000.0,
+    decode_ms_per_seq=1.0,
+    max_batched_tokens=8,
+    kv_cache_tokens=64,
+    block_size=4,
+)
 
 
 class FakeLoop:
