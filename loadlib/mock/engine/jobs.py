@@ -35,14 +35,17 @@ def _clear_plan(record: TruthRecord) -> None:
     del record.planned_itl_ms[:]
 
 
-def _engine_truth(record: TruthRecord, seq: Seq) -> None:
-    record.engine = orjson.dumps(seq.truth())
+def _engine_truth(record: TruthRecord, seq: Seq | None) -> None:
+    """The engine's account so far, written before the record is frozen (at the end, or when the answer stops
+    early: a fault, a client gone while it waited or streamed)."""
+    if seq is not None and record.outcome == "pending":
+        record.engine = orjson.dumps(seq.truth())
 
 
 class EngineStreamJob(StreamJob):
     """An SSE response whose event deadlines arrive one by one from the engine."""
 
-    __slots__ = ("driver", "last_ms", "rid", "tail_s")
+    __slots__ = ("driver", "last_ms", "rid", "seq", "tail_s")
 
     def __init__(
         self,
@@ -62,11 +65,20 @@ class EngineStreamJob(StreamJob):
         self.driver = driver
         self.rid = record.request_id
         self.last_ms: float | None = None
+        self.seq: Seq | None = None  # set by whoever submits it to the engine
         _clear_plan(record)
 
     def start(self) -> None:
         self.conn.job = self
         self.host.stats.streams_active += 1
+
+    def cancel(self) -> None:
+        _engine_truth(self.record, self.seq)
+        super().cancel()
+
+    def _finish(self, now: float, outcome: str) -> None:
+        _engine_truth(self.record, self.seq)
+        super()._finish(now, outcome)
 
     def _abandoned(self) -> None:
         super()._abandoned()
@@ -92,7 +104,6 @@ class EngineStreamJob(StreamJob):
         """The last token is out (or none was asked for): the tail is due after the terminal delay."""
         self.end_deadline = when + self.tail_s
         self.record.planned_end_ms = (self.end_deadline - self.t0) * 1000.0
-        _engine_truth(self.record, seq)
         self._kick(seq, self.record.headers_sent_ms is None)
 
     def _note(self, when: float) -> None:
@@ -127,7 +138,7 @@ def _set_cached(renderer: Stream, cached: int) -> None:
 class EngineBodyJob(BodyJob):
     """A whole JSON body, rendered and written when the engine finishes the request."""
 
-    __slots__ = ("answer", "driver", "last_ms", "rid")
+    __slots__ = ("answer", "driver", "last_ms", "rid", "seq")
 
     def __init__(
         self,
@@ -144,10 +155,15 @@ class EngineBodyJob(BodyJob):
         self.driver = driver
         self.rid = record.request_id
         self.last_ms: float | None = None
+        self.seq: Seq | None = None  # set by whoever submits it to the engine
         _clear_plan(record)
 
     def start(self) -> None:
         self.conn.job = self
+
+    def cancel(self) -> None:
+        _engine_truth(self.record, self.seq)
+        super().cancel()
 
     def _abandoned(self) -> None:
         self.driver.abort(self.rid)

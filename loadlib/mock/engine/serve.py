@@ -71,6 +71,7 @@ def submit(
         job = EngineStreamJob(host, conn, rec, renderer, plan, head, t0, driver)
     else:
         job = EngineBodyJob(host, conn, rec, answer, headers, t0, driver)
+    job.seq = seq
     job.start()
     driver.submit(seq, job)
 
