@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import json
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +17,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from loadlib.mock import MockConfig, MockProcess, start_subprocess
-from loadlib.mock.engine.capacity import closed_level
+from loadlib.mock.engine.capacity import Bound, closed_level
 from loadlib.mock.engine.params import PROFILES
+from loadlib.mock.engine.serve import capacity_json
 from loadlib.mock.engine.sim import Workload, quantile, solo_e2e_s, tpot_ms, ttft_ms
 from loadlib.mock.prompt import message_bounds
 from loadlib.mock.truth import bare_id
@@ -285,3 +287,17 @@ def usage_of(api: str, stream: bool, raw: bytes) -> dict[str, int]:
         cached = usage["cache_read_input_tokens"]
         return {"prompt": usage["input_tokens"] + cached, "cached": cached}
     return {"prompt": usage["prompt_tokens"], "cached": usage["prompt_tokens_details"]["cached_tokens"]}
+
+
+def test_the_capacity_route_answers_what_the_simulation_finds(engine_mock: MockProcess) -> None:
+    """GET /mock/capacity is the simulation's answer for the query's bounds and workload; a query without a bound
+    or with a bad number is a 400."""
+    query = "ttft_p95_ms=300&tpot_p50_ms=30&prompt_tokens=256&output_tokens=8"
+    answer = json.loads(get(engine_mock.url + "/mock/capacity?" + query))
+    bounds = [Bound("ttft", 0.95, 300.0), Bound("tpot", 0.5, 30.0)]
+    expected = json.loads(capacity_json(PROFILE, Workload(256, 8), bounds, 0))
+    assert answer == expected and answer["users"] > 1 and answer["rate_per_s"] > 1
+    for bad in ("prompt_tokens=512", "ttft_p95_ms=fast"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            get(engine_mock.url + "/mock/capacity?" + bad)
+        assert err.value.code == 400
