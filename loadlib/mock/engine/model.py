@@ -94,7 +94,9 @@ class Engine:
     def _grow(self, seq: Seq, n: int, now: float, out: list[Seq]) -> bool:
         """Blocks for `n` more tokens of a running sequence, preempting from the tail until they fit; False when
         the sequence itself had to go."""
-        need = max(0, self._blocks_for(seq.computed + n) - seq.blocks)
+        need = -(-(seq.computed + n) // self.params.block_size) - seq.anon - seq.keyed
+        if need <= 0:  # most decode steps: the last block has room
+            return True
         while not self.kv.allocate(need):
             victim = self.running[-1]
             self._preempt(victim, now)
@@ -197,7 +199,7 @@ class Engine:
 
     def _publish(self, seq: Seq) -> None:
         """Full prompt blocks just computed become cached blocks others can share."""
-        if not self.params.prefix_caching:
+        if seq.keyed >= len(seq.keys) or not self.params.prefix_caching:
             return
         full = min(seq.computed // self.params.block_size, len(seq.keys))
         for key in seq.keys[seq.keyed : full]:
