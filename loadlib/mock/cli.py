@@ -54,6 +54,16 @@ _HELP = {
     "--truncate-to billed fewer, as a gateway counting the prompt itself)",
     "quote_canary": f"{', '.join(QUOTE_CANARY_MODES)}: begin the answer with a long-document canary's code when the "
     "kept prompt holds it, or never (a model that ignores the instruction)",
+    "engine": "fixed (TTFT and ITL as set) or batching (a model of a server under load: docs/mock.md)",
+    "engine_profile": "the batching engine's parameters: h20-8b or tiny-kv; the keys below override them",
+    "step_base_ms": "batching: fixed cost of every engine step, ms",
+    "prefill_ms_per_1k": "batching: step cost per 1,000 prompt tokens prefilled, ms",
+    "decode_ms_per_seq": "batching: step cost per sequence decoded (ITL grows with the batch), ms",
+    "max_num_seqs": "batching: most sequences running at once",
+    "max_batched_tokens": "batching: token budget of one step (chunked prefill)",
+    "kv_cache_tokens": "batching: KV cache size in tokens (full: queue, then preemption)",
+    "block_size": "batching: tokens per KV block",
+    "prefix_caching": "batching: on or off: cached prompt blocks (a shared system prompt) are not prefilled again",
 }
 
 EPILOG = """\
@@ -61,7 +71,8 @@ Per-request overrides, same keys: header `x-mock: ttft_ms=5,fault=drop` or model
 A model name ending in -<N>k (mock-8k, gpt-4-32k) has a context limit of N*1024 tokens unless overridden.
 Endpoints: POST /v1/chat/completions, POST /v1/messages, GET /health, GET /mock/stats,
 GET /mock/truth[?request_id=ID|limit=N], POST /mock/reset, GET|POST /mock/config,
-GET|POST /mock/fault (a fault for a window, then back by itself: docs/mock.md).
+GET|POST /mock/fault (a fault for a window, then back by itself: docs/mock.md),
+GET /metrics (Prometheus, vLLM's names), GET /mock/capacity?ttft_p95_ms=X (batching: the answer key).
 """
 
 
@@ -75,6 +86,9 @@ _METAVARS = {
     "usage_completion_scale": "X",
     "usage_prompt": "MODE",
     "quote_canary": "MODE",
+    "engine": "ENGINE",
+    "engine_profile": "NAME",
+    "prefix_caching": "ON_OFF",
 }
 
 

@@ -36,6 +36,7 @@ class Answer:
     tool: str | None
     pieces: tuple[str, ...] | None  # the tokens of a structured (JSON) answer; None for prose
     lead: str = ""  # text before the first output token (a quoted canary code and its newline)
+    cached_tokens: int = 0  # prompt tokens read from the prefix cache (the batching engine decides at admission)
 
 
 def request_id_headers(api: str, request_id: str) -> list[Header]:
@@ -205,7 +206,15 @@ def _anthropic_body(answer: Answer, content: str) -> bytes:
     stop = "max_tokens" if plan.finish_reason == "length" else ("tool_use" if tool else "end_turn")
     tool_input = _tool_input(content) if answer.pieces is not None else None
     return anthropic_body(
-        answer.request_id, answer.call.model, content, stop, tool, answer.prompt_tokens, plan.output_tokens, tool_input
+        answer.request_id,
+        answer.call.model,
+        content,
+        stop,
+        tool,
+        answer.prompt_tokens,
+        plan.output_tokens,
+        tool_input,
+        answer.cached_tokens,
     )
 
 
@@ -221,6 +230,7 @@ def _openai_body(answer: Answer, content: str) -> bytes:
         plan.output_tokens,
         answer.call.cfg.usage != "none",
         answer.tool,
+        answer.cached_tokens,
     )
 
 

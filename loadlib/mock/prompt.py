@@ -16,7 +16,14 @@ from typing import Any
 import orjson
 
 from loadlib.data import canary
-from loadlib.records.tokens import REPLY_PRIMING, content_text, count_chat
+from loadlib.records.tokens import (
+    REPLY_PRIMING,
+    TOKENS_PER_MESSAGE,
+    TOKENS_PER_NAME,
+    content_text,
+    count_chat,
+    get_encoding,
+)
 
 LARGE_PROMPT_BYTES = 32 * 1024  # above this, count off the event loop (tiktoken releases the GIL)
 
@@ -38,6 +45,7 @@ class PromptCount:
     tokens: int
     canary: Canary | None = None
     canary_at: int | None = None
+    bounds: tuple[int, ...] = ()  # prompt tokens up to the end of each message (the batching engine's prefix keys)
 
     def needs_position(self, truncate_to: int) -> bool:
         """Whether `truncate_to` cuts this prompt and the canary's position is still unknown."""
@@ -81,9 +89,27 @@ def canary_position(messages: list[dict[str, Any]], found: Canary) -> int:
     return count_chat([*messages[: found.message], cut]) - REPLY_PRIMING
 
 
+def message_bounds(messages: list[dict[str, Any]]) -> tuple[int, ...]:
+    """Tokens up to the end of each message, framed as `count_chat` frames them (its total is the last bound plus
+    the reply priming): one pass, the same encodes as `count_chat`."""
+    enc = get_encoding()
+    total, out = 0, []
+    for msg in messages:
+        total += TOKENS_PER_MESSAGE + len(enc.encode(content_text(msg.get("content")), disallowed_special=()))
+        total += len(enc.encode(str(msg.get("role", "")), disallowed_special=()))
+        if msg.get("name"):
+            total += TOKENS_PER_NAME + len(enc.encode(str(msg["name"]), disallowed_special=()))
+        out.append(total)
+    return tuple(out)
+
+
 def measure(messages: list[dict[str, Any]], truncate_to: int, known: PromptCount | None = None) -> PromptCount:
-    """Count the prompt and find its canary (unless `known`), then the canary's position if `truncate_to` cuts it."""
-    count = known or PromptCount(count_chat(messages), find_canary(messages))
+    """Count the prompt and find its canary (unless `known`), then the canary's position if `truncate_to` cuts it.
+    The count keeps each message's end, which the batching engine names prefix blocks by."""
+    if known is None:
+        bounds = message_bounds(messages)
+        known = PromptCount((bounds[-1] if bounds else 0) + REPLY_PRIMING, find_canary(messages), bounds=bounds)
+    count = known
     if count.needs_position(truncate_to) and count.canary is not None:
         count = dataclasses.replace(count, canary_at=canary_position(messages, count.canary))
     return count

@@ -147,12 +147,12 @@ class Stream:
         raise NotImplementedError
 
 
-def _usage_openai(prompt: int, completion: int) -> dict[str, Any]:
+def _usage_openai(prompt: int, completion: int, cached: int = 0) -> dict[str, Any]:
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
         "completion_tokens_details": {
             "reasoning_tokens": 0,
             "audio_tokens": 0,
@@ -168,7 +168,7 @@ class OpenAIStream(Stream):
     servers do); "none" never sends it. With a forced function (`tool`), the answer's pieces stream as that
     function call's arguments, and the finish reason is `tool_calls`."""
 
-    __slots__ = ("_base", "include_usage", "prompt_tokens", "tool", "usage_mode")
+    __slots__ = ("_base", "cached_tokens", "include_usage", "prompt_tokens", "tool", "usage_mode")
 
     def __init__(
         self,
@@ -188,6 +188,7 @@ class OpenAIStream(Stream):
         self._base = {"id": "chatcmpl-" + rid, "object": "chat.completion.chunk", "created": created, "model": model}
         self._prefix = b"data: " + _dumps(self._base)[:-1] + _OA_CONTENT
         self.prompt_tokens = prompt_tokens
+        self.cached_tokens = 0  # part of the prompt found in the prefix cache (the batching engine)
         self.include_usage = include_usage
         self.usage_mode = usage_mode
         self.tool = tool
@@ -228,7 +229,7 @@ class OpenAIStream(Stream):
         if self.tool is not None and finish_reason == "stop":
             finish_reason = "tool_calls"
         finish = [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish_reason}]
-        usage = _usage_openai(self.prompt_tokens, completion_tokens)
+        usage = _usage_openai(self.prompt_tokens, completion_tokens, self.cached_tokens)
         if self.usage_mode == "finish":
             out = self._chunk(finish, usage=usage)
         else:
@@ -290,6 +291,12 @@ class AnthropicStream(Stream):
             n_events = -(-n_tokens // k)
             self._custom = [self._text_event(self._event_words(i)) for i in range(n_events)]
 
+    def set_cached(self, cached: int) -> None:
+        """Part of the prompt read from the prefix cache: Anthropic's input_tokens leaves it out."""
+        usage = self._message["usage"]
+        usage["input_tokens"] = self.prompt_tokens - cached
+        usage["cache_read_input_tokens"] = cached
+
     def _text_event(self, text: str) -> bytes:
         return _AN_HEAD.encode() + _dumps(text)[1:-1] + _AN_TAIL.encode()
 
@@ -345,6 +352,7 @@ def openai_body(
     completion: int,
     usage: bool,
     tool: str | None = None,
+    cached: int = 0,
 ) -> bytes:
     """Non-streamed chat.completion; with a forced function (`tool`), `content` is the call's arguments."""
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None, "annotations": []}
@@ -360,7 +368,7 @@ def openai_body(
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}],
     }
     if usage:
-        body["usage"] = _usage_openai(prompt, completion)
+        body["usage"] = _usage_openai(prompt, completion, cached)
     body["service_tier"] = "default"
     return _dumps(body)
 
@@ -374,6 +382,7 @@ def anthropic_body(
     prompt: int,
     completion: int,
     tool_input: Any = None,
+    cached: int = 0,
 ) -> bytes:
     """Non-streamed message. A forced tool's input is `tool_input` (a structured answer) or `{"text": content}`."""
     block: dict[str, Any]
@@ -383,9 +392,9 @@ def anthropic_body(
     else:
         block = {"type": "text", "text": content}
     usage = {
-        "input_tokens": prompt,
+        "input_tokens": prompt - cached,
         "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "cache_read_input_tokens": cached,
         "output_tokens": completion,
     }
     return _dumps(

@@ -21,6 +21,9 @@ from typing import Any
 import orjson
 
 from loadlib.mock.connection import Connection
+from loadlib.mock.engine import serve as engine
+from loadlib.mock.engine.driver import EngineDriver
+from loadlib.mock.engine.metrics import EngineMetrics
 from loadlib.mock.faults import FaultError, FaultState, parse_fault
 from loadlib.mock.httpwire import RequestHead, response_head
 from loadlib.mock.jobs import BodyJob, StreamJob
@@ -75,6 +78,8 @@ class MockServer:
         self.stats = Stats()
         self.truth = TruthLog(truth_size, int(truth_mb * 1024 * 1024))
         self.prompts = PromptCounter()
+        self.metrics = EngineMetrics()
+        self.driver: EngineDriver | None = None  # the batching engine (config.engine), None for fixed delays
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self.scheduler: Scheduler = None  # type: ignore[assignment]
         self.loop_time = time.monotonic
@@ -100,6 +105,7 @@ class MockServer:
         self.loop = asyncio.get_running_loop()
         self.loop_time = self.loop.time
         self.scheduler = Scheduler(self.loop)
+        self.driver = engine.sync_driver(None, self.config, self.loop, self.metrics)
         await self._listen()
 
     async def _listen(self) -> None:
@@ -189,6 +195,11 @@ class MockServer:
             self._config(conn, req)
         elif route in (("GET", "/mock/fault"), ("POST", "/mock/fault")):
             self._fault(conn, req)
+        elif route == ("GET", "/metrics"):
+            body = engine.metrics_body(self.driver, self.metrics, self.stats.streams_active, "mock-llm")
+            conn.respond(200, [("content-type", "text/plain; version=0.0.4; charset=utf-8")], body)
+        elif route == ("GET", "/mock/capacity"):
+            self._capacity(conn, req)
         elif route == ("GET", "/v1/models"):
             model = {"id": "mock-llm", "object": "model", "created": 0, "owned_by": "loadlib"}
             conn.respond(200, [JSON], orjson.dumps({"object": "list", "data": [model]}))
@@ -199,7 +210,7 @@ class MockServer:
 
     def stats_dict(self) -> dict[str, Any]:
         truth = {"truth_records": len(self.truth), "truth_stamp_bytes": self.truth.stamp_bytes}
-        return {**self.stats.to_dict(), **truth, "config": self.config_dict()}
+        return {**self.stats.to_dict(), **truth, "engine": engine.state(self.driver), "config": self.config_dict()}
 
     def config_dict(self) -> dict[str, Any]:
         return {name: getattr(self.config, name) for name in self.config.__dataclass_fields__}
@@ -207,6 +218,9 @@ class MockServer:
     def reset(self) -> None:
         self.stats.reset(keep_open=len(self._conns))
         self.truth.clear()
+        self.metrics = EngineMetrics()
+        if self.driver is not None:
+            self.driver.metrics = self.metrics
 
     def _truth(self, conn: Connection, req: RequestHead) -> None:
         ids = req.query.get("request_id")
@@ -233,10 +247,32 @@ class MockServer:
                 if raw.startswith("{"):
                     raw = ",".join(f"{k}={v}" for k, v in orjson.loads(raw).items())
                 self.config = self.config.with_overrides(parse_overrides(raw, "mock config"))
+                self.driver = engine.sync_driver(self.driver, self.config, self.loop, self.metrics)
             except (MockConfigError, ValueError, AttributeError) as exc:
                 conn.respond(400, [JSON], bad_request("openai", str(exc)))
                 return
         conn.respond(200, [JSON], orjson.dumps(self.config_dict()))
+
+    def _capacity(self, conn: Connection, req: RequestHead) -> None:
+        """The answer key (docs/mock.md#capacity), simulated in a worker thread so streams keep their timers."""
+        params = engine.params_of(self.config)
+        try:
+            if params is None:
+                raise ValueError("/mock/capacity answers for the batching engine: set engine=batching")
+            work = engine.workload_of(req.query, self.config, self.truth)
+            bounds = engine.bounds_of(req.query)
+        except ValueError as exc:
+            conn.respond(400, [JSON], bad_request("openai", str(exc)))
+            return
+        fut = self.loop.run_in_executor(None, engine.capacity_json, params, work, bounds, self.seed)
+
+        def answered(f: asyncio.Future[bytes]) -> None:
+            exc = f.exception()
+            if not conn.closed:
+                status, body = (500, bad_request("openai", f"mock error: {exc!r}")) if exc else (200, f.result())
+                conn.respond(status, [JSON], body)
+
+        fut.add_done_callback(answered)
 
     # faults on a timer (loadlib/mock/faults.py)
     def _fault(self, conn: Connection, req: RequestHead) -> None:
@@ -391,7 +427,7 @@ class MockServer:
             self._reject(conn, rec, id_headers + fault_headers, status, payload, t0)
             return
         rec.status = 200
-        self._start_response(conn, rec, answer, [*id_headers, *headers], t0)
+        self._start_response(conn, rec, answer, [*id_headers, *headers], t0, prompt)
 
     def _plan_answer(
         self, rec: TruthRecord, call: LlmCall, chash: int, prompt: PromptCount, prompt_tokens: int
@@ -422,9 +458,20 @@ class MockServer:
         return answer, headers
 
     def _start_response(
-        self, conn: Connection, rec: TruthRecord, answer: Answer, headers: list[Header], t0: float
+        self, conn: Connection, rec: TruthRecord, answer: Answer, headers: list[Header], t0: float, prompt: PromptCount
     ) -> None:
-        """Hand the response to its job: SSE events on their deadlines, or the whole body at the planned end."""
+        """Hand the response to its job: SSE events on their deadlines, or the whole body at the planned end; with
+        the batching engine, on the steps that produce its tokens."""
+        if self.driver is not None:
+            tokens = (rec.billed_prompt_tokens or 0) + answer.plan.output_tokens
+            if not self.driver.fits(tokens):
+                payload = context_error(answer.call.api, self.driver.params.kv_cache_tokens, tokens)
+                self._reject(conn, rec, headers, 400, payload, t0)
+                return
+            head = response_head(200, SSE + headers, None, conn.keep_alive) if rec.stream else None
+            work = (head, stream_renderer(answer) if rec.stream else None, [JSON, *headers])
+            engine.submit(self.driver, self, conn, rec, answer, work, t0, prompt)
+            return
         if rec.stream:
             head = response_head(200, SSE + headers, None, conn.keep_alive)
             StreamJob(self, conn, rec, stream_renderer(answer), answer.plan, head, t0).start()

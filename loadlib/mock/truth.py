@@ -12,6 +12,8 @@ from array import array
 from collections import OrderedDict
 from typing import Any
 
+import orjson
+
 ID_PREFIXES = ("chatcmpl-", "msg_", "req_", "toolu_")
 
 
@@ -36,6 +38,7 @@ class TruthRecord:
         "client_request_id",
         "connection_id",
         "end_ms",
+        "engine",
         "event_cap",
         "event_times_ms",
         "fault",
@@ -87,6 +90,7 @@ class TruthRecord:
         self.event_times_ms: array = array("f")
         self.output_tokens_sent = 0
         self.output_events_sent = 0
+        self.engine: bytes | None = None  # the batching engine's account (JSON): waits, steps, preemptions, cache
 
     def add_events(self, when_ms: float, events: int, tokens: int) -> None:
         """`events` output events carrying `tokens` tokens went out in one write at `when_ms`."""
@@ -150,6 +154,7 @@ class TruthRecord:
             "mean_itl_ms": mean_itl,
             "output_tokens_sent": self.output_tokens_sent,
             "output_events_sent": self.output_events_sent,
+            "engine": None if self.engine is None else orjson.loads(self.engine),
         }
 
 

@@ -31,6 +31,22 @@ FAULTS = (
 USAGE_MODES = ("separate", "finish", "none")
 USAGE_PROMPT_MODES = ("billed", "sent")
 QUOTE_CANARY_MODES = ("kept", "never")
+ENGINES = ("fixed", "batching")
+ENGINE_PROFILES = ("h20-8b", "tiny-kv")  # loadlib.mock.engine.params.PROFILES
+ON_OFF = ("on", "off")
+# Server-wide keys of the batching engine: a request's override of them is ignored (one engine serves everyone).
+ENGINE_KEYS = (
+    "engine",
+    "engine_profile",
+    "step_base_ms",
+    "prefill_ms_per_1k",
+    "decode_ms_per_seq",
+    "max_num_seqs",
+    "max_batched_tokens",
+    "kv_cache_tokens",
+    "block_size",
+    "prefix_caching",
+)
 MODEL_SEPARATOR = "::"
 # A model named like `gpt-4-32k` or `mock-8k` has a context window of that many Ki tokens (per-model limits).
 _MODEL_CONTEXT = re.compile(r"-(\d{1,4})k$")
@@ -54,7 +70,11 @@ class MockConfig:
     As if behind an LLM gateway: the terminal events of a stream go out `terminal_delay_ms` after the last output
     event; `usage_prompt` "sent" reports the prompt tokens as sent even when truncation billed fewer (a gateway that
     counts the prompt itself). `quote_canary` "kept" begins the answer with a long-document canary's code when the
-    part of the prompt the mock kept holds it; "never" is a model that ignores the instruction."""
+    part of the prompt the mock kept holds it; "never" is a model that ignores the instruction.
+
+    `engine` "batching" replaces the fixed TTFT and ITL with the step model of an inference server under load
+    (loadlib/mock/engine, docs/mock.md): `engine_profile` and the keys after it (None: the profile's value) are its
+    parameters, server-wide (ENGINE_KEYS)."""
 
     ttft_ms: float = 50.0
     itl_ms: float = 10.0
@@ -77,6 +97,16 @@ class MockConfig:
     terminal_delay_ms: float = 0.0
     usage_prompt: str = "billed"
     quote_canary: str = "kept"
+    engine: str = "fixed"
+    engine_profile: str = "h20-8b"
+    step_base_ms: float | None = None
+    prefill_ms_per_1k: float | None = None
+    decode_ms_per_seq: float | None = None
+    max_num_seqs: int | None = None
+    max_batched_tokens: int | None = None
+    kv_cache_tokens: int | None = None
+    block_size: int | None = None
+    prefix_caching: str | None = None
 
     @property
     def effective_fault_rate(self) -> float:
@@ -152,6 +182,16 @@ CONVERTERS: dict[str, Callable[[str], Any]] = {
     "terminal_delay_ms": _float("terminal_delay_ms"),
     "usage_prompt": _choice("usage_prompt", USAGE_PROMPT_MODES),
     "quote_canary": _choice("quote_canary", QUOTE_CANARY_MODES),
+    "engine": _choice("engine", ENGINES),
+    "engine_profile": _choice("engine_profile", ENGINE_PROFILES),
+    "step_base_ms": _float("step_base_ms"),
+    "prefill_ms_per_1k": _float("prefill_ms_per_1k"),
+    "decode_ms_per_seq": _float("decode_ms_per_seq"),
+    "max_num_seqs": _number("max_num_seqs", int, 1),
+    "max_batched_tokens": _number("max_batched_tokens", int, 1),
+    "kv_cache_tokens": _number("kv_cache_tokens", int, 1),
+    "block_size": _number("block_size", int, 1, 4096),
+    "prefix_caching": _choice("prefix_caching", ON_OFF),
 }
 KEYS = tuple(CONVERTERS)
 

@@ -235,19 +235,25 @@ def test_prompts_without_a_canary_are_unaffected(api: str, stream: bool) -> None
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """How often prompt.py tokenizes (count_chat) and searches for a canary."""
+    """How often prompt.py tokenizes (count_chat, or message_bounds: the same encodes, each message's end kept) and
+    searches for a canary."""
     seen = {"count": 0, "find": 0}
-    real_count, real_find = prompt_module.count_chat, canary.find
+    real_count, real_bounds, real_find = prompt_module.count_chat, prompt_module.message_bounds, canary.find
 
     def count(messages: list[dict[str, Any]]) -> int:
         seen["count"] += 1
         return real_count(messages)
+
+    def bounds(messages: list[dict[str, Any]]) -> tuple[int, ...]:
+        seen["count"] += 1
+        return real_bounds(messages)
 
     def find(value: str) -> tuple[str, int] | None:
         seen["find"] += 1
         return real_find(value)
 
     monkeypatch.setattr(prompt_module, "count_chat", count)
+    monkeypatch.setattr(prompt_module, "message_bounds", bounds)
     monkeypatch.setattr(canary, "find", find)
     return seen
 

@@ -1,0 +1,220 @@
+"""The step model: what one engine step schedules, how long it takes and which tokens it yields. Pure: no clock,
+no I/O; the caller says when a step starts and delivers its tokens when it ends.
+
+Each step (vLLM V1's scheduler, simplified): running sequences first, in admission order, each gets the tokens it
+still has to compute (1 when decoding, a chunk of its prompt when prefilling) within the step's token budget, and
+the KV blocks for them; when the cache cannot give a block, the latest admitted sequence is preempted (its blocks
+freed, its tokens recomputed later). Then, if nothing was preempted, waiting sequences are admitted first come first
+served while the budget, `max_num_seqs` and the cache allow (a cached prefix is not computed again). A sequence whose
+every token is computed samples one token at the step's end.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from loadlib.mock.engine.kv import KvCache
+from loadlib.mock.engine.params import EngineParams
+from loadlib.mock.engine.seq import FINISHED, RUNNING, WAITING, Seq
+
+
+@dataclass(slots=True)
+class Step:
+    """One planned step: from `start` to `end` (seconds), the sequences that sampled a token at `end` and those that
+    finished (after their last token)."""
+
+    start: float
+    end: float
+    batch: int
+    prefill_tokens: int
+    decode_seqs: int
+    tokens: list[Seq] = field(default_factory=list)
+    finished: list[Seq] = field(default_factory=list)
+    preempted: list[Seq] = field(default_factory=list)
+
+
+class Engine:
+    """Sequences in, steps out. `add` a request when it arrives; `step(now)` plans the next step (None: idle)."""
+
+    def __init__(self, params: EngineParams) -> None:
+        self.params = params
+        self.kv = KvCache(params.kv_blocks)
+        self.waiting: deque[Seq] = deque()
+        self.running: list[Seq] = []
+        self.seqs: dict[Any, Seq] = {}
+        self.prompt_tokens_total = 0
+        self.generation_tokens_total = 0
+        self.preemptions_total = 0
+
+    def add(self, seq: Seq) -> None:
+        self.seqs[seq.rid] = seq
+        self.waiting.append(seq)
+
+    def abort(self, rid: Any) -> None:
+        """The client went away: free what the sequence holds and forget it."""
+        seq = self.seqs.pop(rid, None)
+        if seq is None or seq.state == FINISHED:
+            return
+        if seq.state == RUNNING:
+            self.running.remove(seq)
+            self._free(seq)
+        else:
+            self.waiting.remove(seq)
+        seq.state = FINISHED
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.running or self.waiting)
+
+    def step(self, now: float) -> Step | None:
+        """Plan the step that starts at `now` and apply it; its tokens are due at `step.end`."""
+        budget = self.params.max_batched_tokens
+        plan: list[tuple[Seq, int]] = []
+        preempted: list[Seq] = []
+        budget = self._schedule_running(now, budget, plan, preempted)
+        if not preempted:
+            self._admit(now, budget, plan)
+        if not plan:
+            return None
+        return self._apply(now, plan, preempted)
+
+    def _schedule_running(self, now: float, budget: int, plan: list[tuple[Seq, int]], out: list[Seq]) -> int:
+        i = 0
+        while i < len(self.running) and budget > 0:
+            seq = self.running[i]
+            n = min(seq.uncomputed, budget)
+            if self._grow(seq, n, now, out):
+                plan.append((seq, n))
+                budget -= n
+                i += 1
+        return budget
+
+    def _grow(self, seq: Seq, n: int, now: float, out: list[Seq]) -> bool:
+        """Blocks for `n` more tokens of a running sequence, preempting from the tail until they fit; False when
+        the sequence itself had to go."""
+        need = -(-(seq.computed + n) // self.params.block_size) - seq.anon - seq.keyed
+        if need <= 0:  # most decode steps: the last block has room
+            return True
+        while not self.kv.allocate(need):
+            victim = self.running[-1]
+            self._preempt(victim, now)
+            out.append(victim)
+            if victim is seq:
+                return False
+        seq.anon += need
+        return True
+
+    def _blocks_for(self, tokens: int) -> int:
+        return -(-tokens // self.params.block_size)
+
+    def _preempt(self, seq: Seq, now: float) -> None:
+        """Recompute preemption: free everything, back to the front of the queue, progress kept as tokens."""
+        self.running.remove(seq)
+        self._free(seq)
+        seq.computed = 0
+        seq.state = WAITING
+        seq.waiting_since = now
+        seq.preempted_at.append(now)
+        self.waiting.appendleft(seq)
+        self.preemptions_total += 1
+
+    def _free(self, seq: Seq) -> None:
+        self.kv.release(seq.anon)
+        for key in seq.keys[: seq.keyed]:
+            self.kv.unpin(key)
+        seq.anon = seq.keyed = 0
+
+    def _admit(self, now: float, budget: int, plan: list[tuple[Seq, int]]) -> None:
+        limit = self.params.max_num_seqs
+        while self.waiting and budget > 0 and len(self.running) < limit:
+            seq = self.waiting[0]
+            n = self._start(seq, budget)
+            if n == 0:
+                break
+            self.waiting.popleft()
+            self._run(seq, now)
+            plan.append((seq, n))
+            budget -= n
+
+    def _start(self, seq: Seq, budget: int) -> int:
+        """Reserve the cached prefix and the blocks of the first chunk; the chunk's tokens, or 0 without room."""
+        hits = self._hits(seq)
+        keys = seq.keys[:hits]
+        computed = hits * self.params.block_size
+        n = min(seq.prompt_tokens + seq.generated - computed, budget)
+        need = max(0, self._blocks_for(computed + n) - hits)
+        if need > self.kv.free_after_pinning(keys):
+            return 0
+        for key in keys:
+            self.kv.pin(key)
+        self.kv.allocate(need)
+        seq.keyed, seq.anon, seq.computed = hits, need, computed
+        return n
+
+    def _hits(self, seq: Seq) -> int:
+        """Cached leading blocks, leaving at least one token to compute (the one whose output is sampled)."""
+        if not self.params.prefix_caching:
+            return 0
+        hits = self.kv.hits(seq.keys)
+        size = self.params.block_size
+        while hits and hits * size >= seq.prompt_tokens + seq.generated:
+            hits -= 1
+        return hits
+
+    def _run(self, seq: Seq, now: float) -> None:
+        seq.state = RUNNING
+        seq.waits.append((seq.waiting_since, now))
+        if seq.first_scheduled is None:
+            seq.first_scheduled = now
+            seq.cached_tokens = seq.computed
+        self.running.append(seq)
+
+    def _apply(self, now: float, plan: list[tuple[Seq, int]], preempted: list[Seq]) -> Step:
+        decode = sum(1 for seq, n in plan if _decoding(seq, n))
+        prefill = sum(n for seq, n in plan) - decode
+        end = now + self.params.step_ms(prefill, decode) / 1000.0
+        step = Step(now, end, len(plan), prefill, decode, preempted=preempted)
+        for seq, n in plan:
+            self._advance(seq, n, step)
+        return step
+
+    def _advance(self, seq: Seq, n: int, step: Step) -> None:
+        seq.computed += n
+        self._publish(seq)
+        if seq.uncomputed > 0:
+            return
+        if seq.generated < seq.output_tokens:
+            seq.generated += 1
+            seq.count_batch(step.batch)
+            seq.token_times.append(step.end)
+            if seq.first_token is None:
+                seq.first_token = step.end
+                self.prompt_tokens_total += seq.prompt_tokens
+            step.tokens.append(seq)
+            self.generation_tokens_total += 1
+        if seq.generated >= seq.output_tokens:
+            self._finish(seq, step)
+
+    def _publish(self, seq: Seq) -> None:
+        """Full prompt blocks just computed become cached blocks others can share."""
+        if seq.keyed >= len(seq.keys) or not self.params.prefix_caching:
+            return
+        full = min(seq.computed // self.params.block_size, len(seq.keys))
+        for key in seq.keys[seq.keyed : full]:
+            self.kv.publish(key)
+        seq.anon -= max(0, full - seq.keyed)
+        seq.keyed = max(seq.keyed, full)
+
+    def _finish(self, seq: Seq, step: Step) -> None:
+        self.running.remove(seq)
+        self._free(seq)
+        seq.state = FINISHED
+        self.seqs.pop(seq.rid, None)
+        step.finished.append(seq)
+
+
+def _decoding(seq: Seq, n: int) -> bool:
+    """A decode slot: one token after the sequence's prefill (its KV holds all but the last sampled token)."""
+    return n == 1 and seq.generated > 0 and seq.computed == seq.prompt_tokens + seq.generated - 1

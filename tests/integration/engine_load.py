@@ -1,0 +1,119 @@
+"""A closed-loop streaming client for the batching engine's tests and benchmark: `users` keep-alive connections on
+one asyncio loop, each sending its next request when the last answer ends, bounded in time and in count. A raw
+socket client, light enough that 128 streams leave the mock its CPU; times are the client's own clock."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import time
+from dataclasses import dataclass
+
+from loadlib.mock.engine.sim import Workload, output_of
+
+TOKEN = b'"delta":{"content"'
+END = b"\r\n0\r\n\r\n"
+REQUEST_ID = re.compile(rb"x-mock-request-id: (\w+)")
+DEFAULT_WORK = Workload()
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One answer as the client saw it (ms after it sent the request's last byte)."""
+
+    user: int
+    index: int
+    request_id: str
+    ttft_ms: float
+    tpot_ms: float
+    e2e_ms: float
+    tokens: int
+
+
+RUNS = itertools.count()
+
+
+def prompt(run: int, user: int, index: int, words: int) -> str:
+    """A prompt of the same token count for every request, unique from its first token: no prefix-cache hit, not
+    even on the prompts of an earlier run against the same mock."""
+    return f"run {run:04d} request {user:04d}-{index:04d}: " + "hello world " * words
+
+
+def _request(host: str, port: int, text: str, output_tokens: int) -> bytes:
+    body = json.dumps(
+        {"model": "bench", "stream": True, "max_tokens": output_tokens, "messages": [{"role": "user", "content": text}]}
+    ).encode()
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: {len(body)}\r\n\r\n"
+    return head.encode() + body
+
+
+async def _answer(reader: asyncio.StreamReader, sent: float) -> tuple[list[float], str]:
+    """Read one chunked SSE answer: the arrival time of every output token event, and the mock's request id."""
+    times: list[float] = []
+    tail, rid = b"", ""
+    while True:
+        data = await reader.read(65536)
+        now = time.perf_counter()
+        if not data:
+            raise ConnectionError("the mock closed the connection")
+        joined = tail + data
+        times.extend([now] * joined.count(TOKEN))
+        if not rid and (m := REQUEST_ID.search(joined)):
+            rid = m.group(1).decode()
+        if joined.endswith(END):
+            return [t - sent for t in times], rid
+        tail = joined[-(len(TOKEN) - 1) :]
+
+
+async def _user(
+    user: int, url: tuple[str, int], delay: float, stop_at: float, limit: int, words: int, work: Workload, run: int
+) -> list[Sample]:
+    await asyncio.sleep(delay)
+    host, port = url
+    reader, writer = await asyncio.open_connection(host, port)
+    out: list[Sample] = []
+    try:
+        while time.perf_counter() < stop_at and len(out) < limit:
+            output = output_of(work, user, len(out))
+            writer.write(_request(host, port, prompt(run, user, len(out), words), output))
+            async with asyncio.timeout(30.0):
+                times, rid = await _answer(reader, time.perf_counter())
+            n = len(times)
+            tpot = (times[-1] - times[0]) * 1000.0 / (n - 1) if n > 1 else 0.0
+            out.append(Sample(user, len(out), rid, times[0] * 1000.0, tpot, times[-1] * 1000.0, n))
+    finally:
+        writer.close()
+    return out
+
+
+async def _closed_loop(
+    url: tuple[str, int], users: int, seconds: float, spread_s: float, limit: int, words: int, work: Workload
+) -> list[Sample]:
+    stop_at = time.perf_counter() + seconds
+    run = next(RUNS)
+    tasks = [_user(u, url, u * spread_s / users, stop_at, limit, words, work, run) for u in range(users)]
+    return [s for samples in await asyncio.gather(*tasks) for s in samples]
+
+
+def closed_loop(
+    url: tuple[str, int],
+    users: int,
+    seconds: float,
+    *,
+    spread_s: float = 0.0,
+    limit: int = 1000,
+    words: int = 60,
+    work: Workload = DEFAULT_WORK,
+) -> list[Sample]:
+    """Run `users` closed-loop users for `seconds` (each stops after `limit` answers), their first requests spread
+    over `spread_s`, as the engine's capacity simulation spreads them; each answer's length is the simulation's
+    (`output_of(work, ...)`, asked as max_tokens: the mock's own output_tokens must be larger). Every answer, in no
+    particular order."""
+    return asyncio.run(_closed_loop(url, users, seconds, spread_s, limit, words, work))
+
+
+def p50(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]

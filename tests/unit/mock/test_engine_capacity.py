@@ -1,0 +1,73 @@
+"""`/mock/capacity`'s search against brute force over the same simulation, and the simulation's determinism."""
+
+from __future__ import annotations
+
+import pytest
+
+from loadlib.mock.engine.capacity import Bound, closed_level, max_rate, max_users, open_level, parse_bound
+from loadlib.mock.engine.params import EngineParams
+from loadlib.mock.engine.sim import Workload, closed_loop, quantile, tpot_ms, ttft_ms
+
+SMALL = EngineParams(max_num_seqs=16, max_batched_tokens=2048)
+SETTINGS = [
+    (SMALL, Workload(256, 16), [Bound("ttft", 0.95, 150.0)]),
+    (SMALL, Workload(512, 32), [Bound("tpot", 0.5, 9.0)]),
+    (EngineParams(max_num_seqs=8), Workload(128, 8), [Bound("e2e", 0.9, 200.0), Bound("ttft", 0.5, 60.0)]),
+]
+
+
+def passes(params: EngineParams, work: Workload, bounds: list[Bound], users: int) -> bool:
+    return all(b.holds(closed_level(params, work, users, 6)) for b in bounds)
+
+
+@pytest.mark.parametrize(("params", "work", "bounds"), SETTINGS)
+def test_max_users_is_the_last_level_before_the_first_failure(
+    params: EngineParams, work: Workload, bounds: list[Bound]
+) -> None:
+    found = max_users(params, work, bounds)
+    brute = 0
+    while passes(params, work, bounds, brute + 1):
+        brute += 1
+    assert found == brute
+    assert 0 < found < 64  # the settings put the bend inside the range scanned
+
+
+@pytest.mark.parametrize(("params", "work", "bounds"), SETTINGS)
+def test_max_rate_passes_and_a_little_more_fails(params: EngineParams, work: Workload, bounds: list[Bound]) -> None:
+    rate = max_rate(params, work, bounds, requests=200)
+
+    def ok(r: float) -> bool:
+        return all(b.holds(open_level(params, work, r, 200, 0)) for b in bounds)
+
+    assert rate > 0 and ok(rate) and not ok(rate * 1.03)
+    assert all(ok(rate * f) for f in (0.25, 0.5, 0.9))  # the levels below pass too
+
+
+def test_the_simulation_is_deterministic() -> None:
+    one = closed_loop(SMALL, Workload(300, 20, shared_prefix_tokens=128), 12, 4)
+    two = closed_loop(SMALL, Workload(300, 20, shared_prefix_tokens=128), 12, 4)
+    assert [s.token_times for s in one] == [s.token_times for s in two]
+    assert any(s.cached_tokens == 128 for s in one)
+
+
+def test_latency_bends_with_concurrency() -> None:
+    """ITL grows with the batch; TTFT grows once requests queue."""
+    levels = [closed_level(EngineParams(), Workload(128, 64), n, 4) for n in (1, 8, 32, 64, 128)]
+    tpot = [quantile([tpot_ms(s) for s in lv], 0.5) for lv in levels]
+    ttft = [quantile([ttft_ms(s) for s in lv], 0.5) for lv in levels]
+    assert tpot == sorted(tpot) and tpot[-1] > 3 * tpot[0]
+    assert ttft[-1] > 2 * ttft[0]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "bound"),
+    [
+        ("ttft_p95_ms", "800", Bound("ttft", 0.95, 800.0)),
+        ("tpot_p50_ms", "25.5", Bound("tpot", 0.5, 25.5)),
+        ("e2e_p99_ms", "9000", Bound("e2e", 0.99, 9000.0)),
+        ("prompt_tokens", "100", None),
+        ("ttft_x95_ms", "1", None),
+    ],
+)
+def test_bounds_parse_from_query_keys(key: str, value: str, bound: Bound | None) -> None:
+    assert parse_bound(key, value) == bound
