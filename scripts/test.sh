@@ -34,10 +34,12 @@ fi
 if [ $# -gt 0 ]; then
   exec python -m pytest -q "$@"
 fi
-# Integration tests one at a time: they time real processes on this machine's cores. Unit tests run in one process
-# too: Locust monkey-patches threading when a test imports it, and pytest-xdist's workers then wait on gevent locks
-# that their own reader thread cannot wake (LoopExit, a crashed worker) once enough tests import Locust.
+# Unit tests in one process: Locust monkey-patches threading when a test imports it, and pytest-xdist's workers then
+# wait on gevent locks that their own reader thread cannot wake (LoopExit, a crashed worker). Integration tests start
+# Locust in processes of their own: those about function run two at a time (one file per worker), those that time
+# real processes against ground truth (marked `alone`) one at a time, with nothing beside them.
 rc=0
-python -m pytest -q --durations=15 tests/integration || rc=$?
 python -m pytest -q --durations=5 tests/unit || rc=$?
+python -m pytest -q --durations=10 -n 2 --dist loadfile -m "not alone" tests/integration || rc=$?
+python -m pytest -q --durations=10 -m alone tests/integration || rc=$?
 exit $rc

@@ -3,7 +3,8 @@ locally; CI installs the Debian package `influxdb`.
 
 The scenarios' SLO defaults are switched off for every Locust process the tests start (LLM_SCENARIO_SLO, read like
 --scenario-slo): most tests run a few seconds to check something else, too short for a p95 (100 requests), so the
-defaults would make them invalid (exit 3). Tests of the defaults pass --scenario-slo on."""
+defaults would make them invalid (exit 3). Tests of the defaults pass --scenario-slo on. Tests not marked `alone` may
+run beside another one (pytest-xdist, scripts/test.sh): their client-saturation bar is raised (below)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ from tests.integration.hostile_runs import Hostile, LiveRun
 from tests.integration.locust_runs import locust_cmd
 
 os.environ["LLM_SCENARIO_SLO"] = "off"
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Two tests at a time (scripts/test.sh): a test's Locust shares the cores with another test's, so its client is
+    # busy for reasons that are not its own. The tests run so are about function, not timing (timing tests are marked
+    # `alone`), and a saturated verdict (exit 3) would hide what they check: the bar is raised for them.
+    os.environ["LLM_LAG_THRESHOLD_MS"] = "2000"
+    os.environ["LLM_CPU_THRESHOLD"] = "100"
 
 
 @pytest.fixture(scope="session")

@@ -71,7 +71,7 @@ from tests.support.doc_commands import (
     yaml_after,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN_TIME = "10s"

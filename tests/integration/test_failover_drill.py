@@ -17,7 +17,7 @@ from test_dashboard_queries import run_dashboard_queries
 from loadlib.mock import MockConfig, start_subprocess
 from tests.integration.locust_runs import load, run_distributed
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
 DB = "locust"
 USERS, WORKERS, RATE = 20, 2, 2.0  # users ask RATE times a second (locustfiles/failover_drill.py)
 AT_S, FOR_S, RUN_S = 8, 12, 28

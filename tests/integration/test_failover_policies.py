@@ -14,7 +14,7 @@ import pytest
 from loadlib.mock import MockConfig, start_subprocess
 from tests.integration.locust_runs import headless, load, locust_cmd, run
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
 HEDGE_AFTER_MS = 100.0
 
 

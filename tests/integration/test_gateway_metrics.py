@@ -24,7 +24,7 @@ from loadlib.transport.connection import Connection
 from loadlib.transport.stream import stream_call
 from tests.integration.locust_runs import headless, load, locust_cmd, run
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
 
 LATE_MS = 25.0  # a TTFT this far over the mock's plan was made by the box, not the mock
 ITL_MS = 10.0

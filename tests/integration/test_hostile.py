@@ -33,7 +33,7 @@ from loadlib.transport.stream import StreamOutcome, stream_call
 from tests.integration.hostile_runs import Hostile, LiveRun, records
 from tests.integration.locust_runs import ROOT, completed, env, headless
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
 
 RSS_BOUND_MIB = 600  # peak RSS of a 2-user Locust process under a flood (a response is capped at 128 MiB)
 # how far past a limit a request may end: watchdog tick (10 ms), the other readers' turns, a busy 2-core box

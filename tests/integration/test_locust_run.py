@@ -14,7 +14,7 @@ from loadlib.histogram import RELATIVE_ERROR
 from loadlib.mock import MockConfig, start_subprocess
 from tests.integration.locust_runs import completed, env, headless, load, locust_cmd, run, run_distributed
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
 
 
 def locust_total(stats_json: list[dict]) -> int:

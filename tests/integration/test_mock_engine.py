@@ -26,7 +26,7 @@ from loadlib.mock.truth import bare_id
 from tests.integration.engine_load import END, TOKEN, Sample, closed_loop, p50
 from tests.integration.locust_runs import headless, locust_cmd, run
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
 PROFILE = PROFILES["h20-8b"]
 WORDS = 250  # prompts of about 520 tokens: a 40 ms prefill, against which a loaded box's noise is small
 # answers of 12-36 tokens (a spread keeps users from moving in lockstep); a loopback client's turnaround

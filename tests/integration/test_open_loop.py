@@ -14,7 +14,7 @@ import pytest
 from loadlib.mock import MockConfig, start_subprocess
 from tests.integration.locust_runs import ROOT, env, headless, load, locust_cmd
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
 
 
 def open_loop_run(mock_url: str, tmp_path: Path, rate: float, users: int, seconds: int, slow_at_s: float | None):

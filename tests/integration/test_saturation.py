@@ -10,7 +10,7 @@ import pytest
 
 from tests.integration.locust_runs import CpuHog, headless, load, locust_cmd, run
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
 
 WINDOW_LINE = "client judged over the measured window, from 1 s after all users were spawned to the stop"
 

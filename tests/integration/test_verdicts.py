@@ -24,7 +24,7 @@ from tests.integration.locust_runs import (
 )
 from tests.integration.locust_runs import run as run_locust
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
 FAILING = "e2e max < 100ms"
 LOAD_S = 6
 SCHEMA = json.loads((ROOT / "schemas" / "summary-v1.schema.json").read_text())
