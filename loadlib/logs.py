@@ -17,7 +17,7 @@ class RateLimitedLog:
         self.last = -float("inf")
         self.suppressed = 0
 
-    def error(self, message: str, *args: Any, exc_info: BaseException | None = None) -> bool:
+    def error(self, message: str, *args: Any, exc_info: BaseException | bool | None = None) -> bool:
         """Log now if the interval has passed since the last line; returns whether it logged."""
         now = monotonic()
         if now - self.last < self.interval_s:

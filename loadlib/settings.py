@@ -94,7 +94,7 @@ def pool_data(options: Any) -> Any:
     """The pool as the master read it (shipped to workers with the options), or read from --llm-pool; None: no
     pool, the run targets --host (or the embedded mock) alone."""
     data = getattr(options, "llm_pool_data", None)
-    if data is None and getattr(options, "llm_pool", ""):
+    if data is None and getattr(options, "llm_pool", None):
         data = read_pool(options.llm_pool)
     return data
 

@@ -33,13 +33,23 @@ from loadlib.verdicts.goodput import RequestSLO, parse_request_slo
 class Node(Protocol):
     """What a part may know of the node it runs on (the run context provides it)."""
 
-    options: Any
     settings: RunSettings | None
     events: Any
-    generates_load: bool
-    is_master: bool
-    is_worker: bool
-    node: str
+
+    @property
+    def options(self) -> Any: ...
+
+    @property
+    def generates_load(self) -> bool: ...
+
+    @property
+    def is_master(self) -> bool: ...
+
+    @property
+    def is_worker(self) -> bool: ...
+
+    @property
+    def node(self) -> str: ...
 
     def worker_id(self) -> str: ...
 

@@ -36,7 +36,7 @@ def new_event_loop(use_uvloop: bool = False) -> asyncio.AbstractEventLoop:
     """A precise-timer selector loop; uvloop (millisecond timers, faster I/O) only when asked and installed."""
     if use_uvloop:
         try:
-            import uvloop  # type: ignore[import-not-found]
+            import uvloop
         except ImportError:
             pass
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -121,6 +122,7 @@ class Stream:
             return b""
         if a == 0 and self._first is not None:
             return self._first + self.events(1, b)
+        parts: Sequence[bytes]
         if self._custom is not None:
             parts = self._custom[a:b]
         else:
@@ -267,7 +269,7 @@ class AnthropicStream(Stream):
         super().__init__(offset, n_tokens, k, pieces)
         self.prompt_tokens = prompt_tokens
         self.tool = tool
-        self._message = {
+        self._message: dict[str, Any] = {
             "id": "msg_" + rid,
             "type": "message",
             "role": "assistant",

@@ -86,7 +86,7 @@ def generate(schema: dict[str, Any], rng: random.Random, depth: int = 0) -> Any:
             return {}
         return {k: generate(v if isinstance(v, dict) else {}, rng, depth + 1) for k, v in props.items()}
     if kind == "array":
-        items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+        items: dict[str, Any] = schema["items"] if isinstance(schema.get("items"), dict) else {}
         low = int(schema.get("minItems", 1))
         high = max(low, min(int(schema.get("maxItems", 3)), low + 3))
         n = 0 if depth >= MAX_DEPTH else rng.randint(low, high)
@@ -95,8 +95,8 @@ def generate(schema: dict[str, Any], rng: random.Random, depth: int = 0) -> Any:
         low = int(schema.get("minimum", 0))
         return rng.randint(low, max(low, int(schema.get("maximum", low + 100))))
     if kind == "number":
-        low = float(schema.get("minimum", 0.0))
-        return round(rng.uniform(low, max(low, float(schema.get("maximum", low + 1.0)))), 3)
+        floor = float(schema.get("minimum", 0.0))
+        return round(rng.uniform(floor, max(floor, float(schema.get("maximum", floor + 1.0)))), 3)
     if kind == "boolean":
         return rng.random() < 0.5
     if kind == "null":

@@ -220,6 +220,8 @@ class OpenAIChatParser:
         """Content as a list of parts (Mistral's reasoning models): text parts are text, thinking parts reasoning."""
         flags = 0
         for part in parts:
+            text: str | None
+            kind: Any
             if isinstance(part, str):
                 text, kind = part, "text"
             elif isinstance(part, dict):
@@ -256,13 +258,14 @@ class OpenAIChatParser:
     def _tool(self, idx: int, tc: dict[str, Any]) -> _Tool:
         """The call a tool-call delta continues; some servers omit the index, then a new id starts a new call."""
         tid = fields.identifier(tc.get("id"))
-        ti = tc.get("index")
-        if ti is None:
+        given = tc.get("index")
+        ti: int
+        if given is None:
             last = self._last_tool.get(idx)
             same = last is not None and (not tid or self._tools[(idx, last)].id == tid)
-            ti = last if same else sum(1 for c, _ in self._tools if c == idx)
+            ti = last if last is not None and same else sum(1 for c, _ in self._tools if c == idx)
         else:
-            ti = fields.index(ti, "tool_calls[].index")
+            ti = fields.index(given, "tool_calls[].index")
         self._last_tool[idx] = ti
         call = self._tools.get((idx, ti))
         if call is None:

@@ -117,7 +117,7 @@ def output_events(outcome: StreamOutcome) -> int:
     return len(outcome.output_stamps_ms) + (rest.count - 1 if rest is not None else 0)
 
 
-def _per_token(outcome: StreamOutcome, out_tokens: int | None) -> dict[str, float | None]:
+def _per_token(outcome: StreamOutcome, out_tokens: int | None) -> dict[str, Any]:
     """TPOT, stream TPOT and the stream tail: successful attempts only (a failure's timing describes the failure)."""
     stamps, ok, events = outcome.output_stamps_ms, outcome.status is ErrorClass.OK, output_events(outcome)
     return {
