@@ -20,6 +20,7 @@ from loadlib.failover.figures import drill_figures, lines, quality_figures, traf
 from loadlib.failover.ledger import Ledger
 from loadlib.failover.pool import PoolConfig
 from loadlib.locust.parts import Node, NodePart
+from loadlib.metrics.summary_types import Summary
 from loadlib.metrics.user_requests import UserRequestStats
 from loadlib.records.record import RequestRecord
 from loadlib.records.user_request import UserRequest
@@ -184,7 +185,7 @@ class FailoverPart(NodePart):
     def reset(self) -> None:
         self.users.reset()
 
-    def summarize(self, summary: dict[str, Any]) -> None:
+    def summarize(self, summary: Summary) -> None:
         attempts = int((summary.get("total") or {}).get("count") or 0)
         targets = _applicable(self.pool)
         figures = drill_figures(self.ledger, targets) if targets is not None else []

@@ -23,6 +23,7 @@ from loadlib.metrics.saturation import (
 )
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table
+from loadlib.metrics.summary_types import Summary
 from loadlib.metrics.timeline import Timeline
 from loadlib.outputs.records import open_export
 from loadlib.records.record import RequestRecord
@@ -80,7 +81,7 @@ class NodePart:
     def reset(self) -> None:
         """Locust reset its statistics (web UI button, --reset-stats)."""
 
-    def summarize(self, summary: dict[str, Any]) -> None:
+    def summarize(self, summary: Summary) -> None:
         """Add this part's figures to the summary being built (JSON-able values only)."""
 
     def lines(self, summary: dict[str, Any]) -> list[str]:
@@ -148,7 +149,7 @@ class StatsPart(MergedPart):
         if self.timeline is not None:
             self.timeline.reset()
 
-    def summarize(self, summary: dict[str, Any]) -> None:
+    def summarize(self, summary: Summary) -> None:
         text = self.slo.text if self.slo is not None else ""
         summary.update(build_summary(self.stats, summary["duration_s"], None, summary["meta"], text))
 
@@ -196,7 +197,7 @@ class HealthPart(NodePart):
         self.phases = _phases()
         self.by_worker = {}
 
-    def summarize(self, summary: dict[str, Any]) -> None:
+    def summarize(self, summary: Summary) -> None:
         if self.sampler is not None:  # a local run folds in its own latest samples
             self.merge(self.sampler.take(), "local")
         itl = ((summary.get("total") or {}).get("latency_ms") or {}).get("itl") or {}

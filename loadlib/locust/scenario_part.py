@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from loadlib.locust.parts import MergedPart, Node
 from loadlib.metrics.scenarios import OPEN_LOOP, ScenarioResults, Section, render_scenarios, scenario_summary
+from loadlib.metrics.summary_types import Summary
 
 T = TypeVar("T")
 
@@ -86,7 +87,7 @@ class ScenarioPart(MergedPart):
     def has_news(self) -> bool:
         return not self.results.empty
 
-    def summarize(self, summary: dict[str, Any]) -> None:
+    def summarize(self, summary: Summary) -> None:
         summary["scenarios"] = scenario_summary(self.results, summary, self.sections)
 
     def lines(self, summary: dict[str, Any]) -> list[str]:

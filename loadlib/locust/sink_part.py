@@ -12,6 +12,7 @@ from typing import Any
 
 from loadlib.errors import ConfigError
 from loadlib.locust.parts import Node, NodePart
+from loadlib.metrics.summary_types import Summary
 from loadlib.records.record import RequestRecord
 from loadlib.records.user_request import UserRequest
 from loadlib.sinks.config import COUNT_KEYS, REPORT_KEY, UNKNOWN_RUN_ID, build_sink, config_from_options
@@ -90,7 +91,7 @@ class SinkPart(NodePart):
     def merge(self, data: Any, worker: str) -> None:
         self.workers[worker] = dict(data)
 
-    def summarize(self, summary: dict[str, Any]) -> None:
+    def summarize(self, summary: Summary) -> None:
         summary["sink"] = self.totals()
 
     def lines(self, summary: dict[str, Any]) -> list[str]:

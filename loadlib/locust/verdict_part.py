@@ -10,6 +10,7 @@ from typing import Any
 
 from loadlib.errors import ConfigError
 from loadlib.locust.parts import Node, NodePart
+from loadlib.metrics.summary_types import Summary
 from loadlib.verdicts import verdict as verdicts
 from loadlib.verdicts.evaluate import Histograms, evaluate, stats_histograms
 from loadlib.verdicts.goodput import parse_request_slo
@@ -61,7 +62,7 @@ class VerdictPart(NodePart):
             stats = getattr(getattr(ctx, "stats", None), "stats", None)  # the run context's StatsPart
             self.histograms = stats_histograms(stats) if stats is not None else None
 
-    def summarize(self, summary: dict[str, Any]) -> None:
+    def summarize(self, summary: Summary) -> None:
         summary["aborted"] = self.aborted
         summary["interrupted"] = self.interrupted
         summary["fatal"] = self.fatal

@@ -21,6 +21,7 @@ from typing import Any
 
 from loadlib.locust.parts import Node, NodePart
 from loadlib.metrics.integrity import WorkerLedger, integrity_lines, stall_line
+from loadlib.metrics.summary_types import Summary
 
 log = logging.getLogger("loadlib")
 SAMPLE_INTERVAL_S = 1.0
@@ -86,7 +87,7 @@ class WorkersPart(NodePart):
         data = data or {}
         self.ledger.report(worker, bool(data.get("final")), int(data.get("requests") or 0))
 
-    def summarize(self, summary: dict[str, Any]) -> None:
+    def summarize(self, summary: Summary) -> None:
         summary["integrity"] = self.ledger.summary() if self.ctx.is_master else None  # a local run has no ledger
 
     def lines(self, summary: dict[str, Any]) -> list[str]:

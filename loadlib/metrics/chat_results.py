@@ -3,6 +3,7 @@ conversations, recorded by its users (loadlib.scenarios.support_chat) and declar
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from loadlib.metrics.scenarios import MAX_ROWS, ScenarioResults, Section, hist, key, num, pct, select
@@ -28,7 +29,7 @@ def conversation(r: ScenarioResults, event: str) -> None:
     r.count(key("support_chat", "conversations", event))
 
 
-def summarize(r: ScenarioResults, summary: dict[str, Any]) -> dict[str, Any] | None:
+def summarize(r: ScenarioResults, summary: Mapping[str, Any]) -> dict[str, Any] | None:
     turns = select(r, "support_chat", "turn")
     if not turns:
         return None

@@ -4,6 +4,7 @@ its users (loadlib.scenarios.compliance, review.py) and declared by its Scenario
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from loadlib.metrics.scenarios import SEP, ScenarioResults, Section, key, num, select, share
@@ -21,7 +22,7 @@ def audit_written(r: ScenarioResults, path: str) -> None:
     r.count(key("compliance", "audit", path))
 
 
-def summarize(r: ScenarioResults, summary: dict[str, Any]) -> dict[str, Any] | None:
+def summarize(r: ScenarioResults, summary: Mapping[str, Any]) -> dict[str, Any] | None:
     schema = {k[0]: v for k, v in select(r, "compliance", "schema").items()}
     compare = {k[0]: v for k, v in select(r, "compliance", "compare").items()}
     audit = select(r, "compliance", "audit")

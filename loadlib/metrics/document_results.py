@@ -4,6 +4,7 @@ and declared by its ScenarioSpec as `SECTION`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from loadlib.histogram import Histogram
@@ -55,7 +56,7 @@ def probe_step(r: ScenarioResults, tokens: int, outcome: str, billed: int | None
 _WHOLE = ("fits", "context_length_exceeded", "truncated", "unverified", "error")
 
 
-def summarize(r: ScenarioResults, summary: dict[str, Any]) -> dict[str, Any] | None:
+def summarize(r: ScenarioResults, summary: Mapping[str, Any]) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     whole = {k[0]: v for k, v in select(r, "long_document", "whole").items()}
     if whole:

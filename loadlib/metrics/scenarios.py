@@ -77,7 +77,7 @@ class Section:
     """One scenario's part of the summary, declared by its ScenarioSpec (no central list): `summarize(results,
     summary)` gives its JSON-able figures (None: it recorded nothing), `render(figures)` its lines after the table."""
 
-    summarize: Callable[[ScenarioResults, dict[str, Any]], dict[str, Any] | None]
+    summarize: Callable[[ScenarioResults, Mapping[str, Any]], dict[str, Any] | None]
     render: Callable[[dict[str, Any]], list[str]]
 
 
@@ -123,7 +123,7 @@ def open_loop_sent(r: ScenarioResults) -> None:
     r.count(key("open_loop", "sent"))
 
 
-def _open_loop(r: ScenarioResults, summary: dict[str, Any]) -> dict[str, Any] | None:
+def _open_loop(r: ScenarioResults, summary: Mapping[str, Any]) -> dict[str, Any] | None:
     head = key("open_loop", "target") + SEP
     targets = {k[len(head) :]: v for k, v in r.gauges.items() if k.startswith(head)}
     if not targets:
@@ -150,7 +150,7 @@ OPEN_LOOP = Section(_open_loop, _render_open_loop)
 
 
 def scenario_summary(
-    r: ScenarioResults, summary: dict[str, Any], sections: Mapping[str, Section]
+    r: ScenarioResults, summary: Mapping[str, Any], sections: Mapping[str, Section]
 ) -> dict[str, Any] | None:
     """The scenario part of the end-of-run summary, one entry per section that recorded something (None: none did)."""
     parts = {name: section.summarize(r, summary) for name, section in sections.items()}
@@ -158,7 +158,7 @@ def scenario_summary(
     return out or None
 
 
-def render_scenarios(summary: dict[str, Any], sections: Mapping[str, Section]) -> str:
+def render_scenarios(summary: Mapping[str, Any], sections: Mapping[str, Section]) -> str:
     """The short text block printed after the LLM table ("" when there is nothing scenario-specific)."""
     s = summary.get("scenarios") or {}
     if not s:

@@ -8,14 +8,15 @@ summary loaded back from JSON) and prints "-" for anything missing. Latencies ar
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from loadlib.histogram import Histogram
 from loadlib.metrics.decode import decode_facts, tpot_gap_line
 from loadlib.metrics.modes import latency_modes, modes_line
 from loadlib.metrics.saturation import Verdict
 from loadlib.metrics.stats import LLMStats, LLMStatsEntry
+from loadlib.metrics.summary_types import Distribution, Row, Summary
 
 TOTAL_NAME = "Aggregated"
 _MAIN_LATENCIES = (
@@ -33,7 +34,7 @@ _MODAL = (("ttft", "ttft_ms"), ("e2e", "e2e_ms"))  # checked for separate modes 
 
 def build_summary(
     stats: LLMStats, duration_s: float, saturation: Verdict | None, meta: dict[str, Any], request_slo: str = ""
-) -> dict[str, Any]:
+) -> Summary:
     """One row per (scenario, endpoint), sorted, plus the total row and the client-saturation verdict.
 
     Top level: meta, duration_s, rows, total, client_saturated (None: not checked), client (Verdict.to_dict or None).
@@ -69,7 +70,7 @@ def row_name(scenario: Any, endpoint: Any) -> str:
     return f"{scenario} @ {endpoint}"
 
 
-def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> dict[str, Any]:
+def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> Row:
     per_s = 1.0 / duration_s if duration_s > 0 else None
     latency: dict[str, Any] = {}
     for key, attr in _MAIN_LATENCIES:
@@ -112,13 +113,13 @@ def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> dict[s
     }
 
 
-def _dist(h: Histogram, ps: Sequence[int], with_max: bool = False) -> dict[str, Any]:
+def _dist(h: Histogram, ps: Sequence[int], with_max: bool = False) -> Distribution:
     d: dict[str, Any] = {"count": h.count, "mean": _r(h.mean)}
     for p, v in zip(ps, h.percentiles(ps), strict=True):
         d[f"p{p}"] = _r(v)
     if with_max:
         d["max"] = _r(h.max) if h.count else None
-    return d
+    return cast(Distribution, d)  # the keys `ps` names, which a TypedDict cannot spell out
 
 
 def _deviation(h: Histogram, over: int, ratio: Histogram) -> dict[str, Any]:
@@ -167,7 +168,7 @@ _COLUMNS = (
 )
 
 
-def render_table(summary: dict[str, Any]) -> str:
+def render_table(summary: Mapping[str, Any]) -> str:
     """Fixed-width text: one line per scenario/endpoint and the total, then error, cost, open-loop and client lines."""
     rows = [r for r in summary.get("rows") or [] if r]
     total = summary.get("total")
@@ -277,7 +278,7 @@ def usage_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _goodput_lines(summary: dict[str, Any]) -> list[str]:
+def _goodput_lines(summary: Mapping[str, Any]) -> list[str]:
     """One line per row with its good share, when the run has a per-request SLO."""
     slo = summary.get("request_slo")
     if not slo:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -37,6 +37,7 @@ from typing import Any
 from loadlib.histogram import Histogram
 from loadlib.metrics.stats import TOTAL_KEY, LLMStats
 from loadlib.metrics.summary import json_count, json_number, row_name
+from loadlib.metrics.summary_types import ThresholdResult
 from loadlib.verdicts.thresholds import METRICS, ROW_TAGS, UNITS, Metric, Threshold, braces
 
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
@@ -77,18 +78,18 @@ class _Measure:
 
 def evaluate(
     thresholds: Sequence[Threshold],
-    summary: dict[str, Any],
+    summary: Mapping[str, Any],
     min_samples: int = 20,
     histograms: Histograms | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ThresholdResult]:
     """One result per threshold, in order (keys: expression, metric, aggregate, tags, op, limit, unit, value,
     passed, samples, reason, origin). `histograms` answers percentiles the summary rows do not hold."""
     return [evaluate_one(t, summary, min_samples, histograms) for t in thresholds]
 
 
 def evaluate_one(
-    t: Threshold, summary: dict[str, Any], min_samples: int = 20, histograms: Histograms | None = None
-) -> dict[str, Any]:
+    t: Threshold, summary: Mapping[str, Any], min_samples: int = 20, histograms: Histograms | None = None
+) -> ThresholdResult:
     metric = METRICS[t.metric]
     if metric.source == "compliance":
         return _judge(t, _share(metric, summary), min_samples)
@@ -107,7 +108,7 @@ def evaluate_one(
 # which rows
 
 
-def _select(t: Threshold, summary: dict[str, Any]) -> list[dict[str, Any]] | str:
+def _select(t: Threshold, summary: Mapping[str, Any]) -> list[dict[str, Any]] | str:
     """The rows the tags select, [total] when that is every row, or why none matches."""
     rows = [r for r in summary.get("rows") or [] if isinstance(r, dict)]
     filters = [(k, v) for k, v in t.tags if k in ROW_TAGS]
@@ -134,7 +135,7 @@ def _no_match(filters: list[tuple[str, str]], rows: list[dict[str, Any]]) -> str
 # reading values
 
 
-def _share(metric: Metric, summary: dict[str, Any]) -> _Measure:
+def _share(metric: Metric, summary: Mapping[str, Any]) -> _Measure:
     block = (summary.get("scenarios") or {}).get("compliance")
     if not isinstance(block, dict):
         why = f"no compliance results in this run ({metric.name} comes from the compliance scenario)"
@@ -212,7 +213,7 @@ def _row_percentile(row: dict[str, Any], metric: Metric, aggregate: str, histogr
 
 def _worst(
     t: Threshold, metric: Metric, rows: list[dict[str, Any]], min_samples: int, histograms: Histograms | None
-) -> dict[str, Any]:
+) -> ThresholdResult:
     """Judge each row's percentile on its own and report the one that decides (module docstring)."""
     judged = []
     for row in rows:
@@ -240,7 +241,7 @@ def _badness(t: Threshold, value: float | None) -> float:
 # judging and wording
 
 
-def _judge(t: Threshold, m: _Measure, min_samples: int) -> dict[str, Any]:
+def _judge(t: Threshold, m: _Measure, min_samples: int) -> ThresholdResult:
     return _result(t, m, *_verdict(t, m, min_samples))
 
 
@@ -304,7 +305,7 @@ def _row_name(row: dict[str, Any]) -> str:
     return str(row.get("name") or row_name(row.get("scenario"), row.get("endpoint")))
 
 
-def _result(t: Threshold, m: _Measure, passed: bool | None, reason: str) -> dict[str, Any]:
+def _result(t: Threshold, m: _Measure, passed: bool | None, reason: str) -> ThresholdResult:
     return {
         "expression": t.expression,
         "metric": t.metric,

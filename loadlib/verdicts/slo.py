@@ -44,7 +44,7 @@ def _key(t: Threshold) -> tuple[Any, ...]:
     return (t.metric, t.tags, t.aggregate)
 
 
-def applicable(thresholds: Sequence[Threshold], summary: dict[str, Any]) -> list[Threshold]:
+def applicable(thresholds: Sequence[Threshold], summary: Mapping[str, Any]) -> list[Threshold]:
     """Drop the defaults of scenarios without a row in the summary (they did not run); keep every user threshold."""
     ran = {str(r.get("scenario")) for r in summary.get("rows") or [] if isinstance(r, dict)}
     return [t for t in thresholds if not t.origin or t.origin.removesuffix(" SLO") in ran]

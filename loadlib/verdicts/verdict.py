@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loadlib.metrics.summary_types import Outcome
 from loadlib.verdicts.thresholds import METRICS
 
 # 130 = 128 + SIGINT, what a shell reports for a command stopped with Ctrl-C (SIGTERM gives the same here); 2 is
@@ -25,7 +26,7 @@ EXIT_CODES = {
 }
 
 
-def verdict(results: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any] | None:
+def verdict(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> Outcome | None:
     """{"status", "exit_code", "reasons"}, or None when nothing decides (no thresholds, no drills, a complete run
     that ended on its own): then Locust's rule stays (`no_verdict`).
 
@@ -69,7 +70,7 @@ def verdict(results: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str,
     return {"status": status, "exit_code": EXIT_CODES[status], "reasons": reasons}
 
 
-def _stopped(summary: dict[str, Any]) -> tuple[str, list[str]] | None:
+def _stopped(summary: Mapping[str, Any]) -> tuple[str, list[str]] | None:
     """A run that never started or was stopped as hopeless: its one line is the verdict."""
     for status in ("not_started", "fatal"):
         if summary.get(status):
@@ -77,7 +78,7 @@ def _stopped(summary: dict[str, Any]) -> tuple[str, list[str]] | None:
     return None
 
 
-def _nothing_completed(summary: dict[str, Any]) -> list[str]:
+def _nothing_completed(summary: Mapping[str, Any]) -> list[str]:
     """A test that ran (its duration is known) and whose attempts all were cut off by its end, or that sent none."""
     total = summary.get("total")
     if total is None or not summary.get("duration_s"):
@@ -88,7 +89,7 @@ def _nothing_completed(summary: dict[str, Any]) -> list[str]:
     return [f"no attempt completed ({cut} cut off by the end of the run): nothing to judge"]
 
 
-def _failed(results: list[dict[str, Any]], drills: list[dict[str, Any]], aborted: Any) -> list[str]:
+def _failed(results: Sequence[Mapping[str, Any]], drills: list[dict[str, Any]], aborted: Any) -> list[str]:
     failed = [f"{r['expression']}: {r['reason']}" for r in results if r["passed"] is False]
     failed += [f"drill {d['index']} on {d['endpoint']} failed its targets" for d in drills if d["passed"] is False]
     if aborted:
@@ -96,14 +97,14 @@ def _failed(results: list[dict[str, Any]], drills: list[dict[str, Any]], aborted
     return failed
 
 
-def _saturated(summary: dict[str, Any]) -> list[str]:
+def _saturated(summary: Mapping[str, Any]) -> list[str]:
     if not summary.get("client_saturated"):
         return []
     why = (summary.get("client") or {}).get("reasons") or ["the load generator was saturated"]
     return [f"client saturated: {'; '.join(map(str, why))}"]
 
 
-def _unjudged(results: list[dict[str, Any]]) -> list[str]:
+def _unjudged(results: Sequence[Mapping[str, Any]]) -> list[str]:
     """The user's own thresholds that could not be judged (scenario defaults are only reported)."""
     return [f"{r['expression']}: {r['reason']}" for r in results if r["passed"] is None and not r.get("origin")]
 
@@ -113,7 +114,7 @@ def not_judged_defaults(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in results if r["passed"] is None and r.get("origin")]
 
 
-def _interrupted(summary: dict[str, Any]) -> str:
+def _interrupted(summary: Mapping[str, Any]) -> str:
     return (
         f"interrupted after {summary.get('duration_s') or 0:.1f} s (a signal stopped the run before its end): the "
         "thresholds describe a shorter run than intended"

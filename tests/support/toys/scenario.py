@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from locust import task
 
+from collections.abc import Mapping
 from typing import Any
 
 from loadlib.locust.scenario_part import ScenarioSpec
@@ -24,7 +25,7 @@ def answered(r: ScenarioResults, text: str) -> None:
     r.count(key(NAME, "chars"), len(text))
 
 
-def summarize(r: ScenarioResults, summary: dict[str, Any]) -> dict[str, Any] | None:
+def summarize(r: ScenarioResults, summary: Mapping[str, Any]) -> dict[str, Any] | None:
     """The toy's section of the summary; None when nothing was answered."""
     answers = r.counts.get(key(NAME, "answers"), 0)
     if not answers:
