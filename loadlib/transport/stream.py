@@ -106,7 +106,8 @@ def stream_call(
             _read_response(out, conn, resp, adapter, deadline, on_first_output)
     except Exception as exc:  # a bug of ours: counted as an attempt, never lost
         out.status, out.message = ErrorClass.INTERNAL_ERROR, f"{type(exc).__name__}: {short(str(exc))}"
-        _UNFORESEEN.error("loadlib failed on a response (%s); please report it", out.message, exc_info=exc)
+        if not conn.cancelled:  # else the socket closed under the reader explains it (gevent may say so oddly)
+            _UNFORESEEN.error("loadlib failed on a response (%s); please report it", out.message, exc_info=exc)
     finally:
         conn.finish(None if conn.cancelled else resp)  # a cancelled body was cut short: never reuse its socket
     if conn.cancelled:

@@ -15,7 +15,7 @@ from loadlib.transport.stream import MAX_ITL
 from tests.integration.hostile_runs import Hostile, LiveRun, records
 from tests.integration.locust_runs import headless, locust_cmd
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # a stream must reach its cap within -t: CPU-bound
 CAP_MIB = 16
 TEXT_KB = 64
 # Locust with loadlib idle (~135 MiB here), the one-time costs of the first stream (~40 MiB: the tokenizer, the

@@ -125,6 +125,27 @@ def test_an_exception_of_ours_is_a_counted_internal_error(monkeypatch):
     assert out.e2e_ms is not None and conn.sock is None
 
 
+def test_a_socket_closed_under_its_reader_by_a_cancel_is_cancelled_not_a_bug(monkeypatch, caplog):
+    """gevent may tell a reader whose socket another greenlet just closed with ConcurrentObjectUseError (not an
+    OSError): after a cancel (a hedge's loser, a user stopped at the end of the run) that is the cancel, not a bug."""
+    from gevent.exceptions import ConcurrentObjectUseError
+
+    from loadlib.providers.base import ChatRequest
+    from loadlib.transport.stream import stream_call
+
+    conn = serving([http_head(transfer_encoding="chunked"), *chunked(A, A, DONE)])
+
+    def closed_meanwhile(*_args, **_kwargs):
+        conn.cancelled = True
+        raise ConcurrentObjectUseError("The socket has already been closed by another greenlet")
+
+    adapter = get_adapter("openai")
+    monkeypatch.setattr(conn, "recv", closed_meanwhile)
+    out = stream_call(conn, adapter, adapter.build("/v1", "m", None, ChatRequest(messages=[])))
+    assert out.status is ErrorClass.CANCELLED
+    assert not [r for r in caplog.records if "please report it" in r.getMessage()]
+
+
 @pytest.mark.parametrize(("status", "words"), [(401, "refused the credentials"), (404, "no such path or model")])
 def test_statuses_that_cannot_heal_are_marked_fatal(status, words):
     out = call([http_head(status, content_type="application/json", content_length="2"), b"{}"])
