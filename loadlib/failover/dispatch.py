@@ -274,6 +274,8 @@ class Handle:
         self.cut = False  # cancelled because its user was stopped, not because another attempt won
 
     def cancel(self) -> None:
+        if self.cancelled.is_set():
+            return
         self.cancelled.set()
         if self.conn is not None:
             self.conn.cancel()
@@ -316,6 +318,9 @@ class _Race:
             if self.leader is None:
                 self.leader = runner[0]
                 self.first_output.set()
+                # the losers now, in the leader's greenlet: the user's greenlet may wake only after a loser ran
+                # to its end, and a loser that ended ok would count as an answer nobody got
+                self.cancel_all_but(self.leader)
 
         handle = Handle(on_first)
         g = gevent.spawn(attempt, name, number, hedge, handle)

@@ -238,6 +238,8 @@ class LLMUser(FastHttpUser):
                 return made
             delay = float(fault.params.get("delay_ms", 1000.0)) / 1000.0
         if handle is not None:
+            if handle.cancelled.is_set():  # cut off (its user stopped) before it went out: it never goes
+                return not_sent()
             handle.conn = conn
         try:
             outcome = stream_call(conn, target.adapter, http, handle.first_output if handle is not None else None)
@@ -405,6 +407,14 @@ class LLMUser(FastHttpUser):
             start_time=record.start_unix_ns / 1e9,
             url=None,
         )
+
+
+def not_sent() -> StreamOutcome:
+    """An attempt cancelled before its request went out: a user stopped just after spawning it. Without this check
+    it was sent anyway and ran to its end unwatched, an answer counted for a user request that never ended."""
+    out = StreamOutcome(status=ErrorClass.CANCELLED, message="cancelled before it was sent", e2e_ms=0.0)
+    out.t0 = time.perf_counter()
+    return out
 
 
 def cut_off(outcome: StreamOutcome) -> None:
