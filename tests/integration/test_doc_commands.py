@@ -5,9 +5,9 @@ The commands are read out of the docs' fenced shell blocks (tests/support/doc_co
 process from the repo root, in the environment a reader's shell has (none of the suite's LLM_* settings: the
 scenarios' SLO defaults are on, as for the reader):
 
-- each `locust -f ... --headless` that needs no server of the reader's and no key, with `-t 10s`, at most 10 users and
-  its output files in a temporary directory; a `--master` run with its block's `--worker` command beside it (at most
-  MAX_WORKERS);
+- each `locust -f ... --headless` that needs no server of the reader's and no key, with `-t 6s` (10 s when it judges
+  thresholds), at most 10 users and its output files in a temporary directory; a `--master` run with its block's
+  `--worker` command beside it (at most MAX_WORKERS);
 - each `python -m loadlib report|compare` after the doc's run that writes the files it reads, in that run's
   directory, or on fixture summaries standing in for runs against real providers (STAND_INS); its -o / --markdown
   files must be written;
@@ -74,7 +74,9 @@ from tests.support.doc_commands import (
 pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-RUN_TIME = "10s"
+RUN_TIME = "6s"  # long enough for every verdict a doc shows without a threshold of its own
+JUDGED_RUN_TIME = "10s"  # a command with thresholds: a p95 needs 100 samples, a share 20, before it is judged
+JUDGED = ("--llm-threshold", "--scenario-slo", "--llm-capacity", "capacity.py", "--llm-request-slo")
 MAX_USERS = 10
 TIMEOUT_S = 60.0
 READY_S = 30.0  # a server (the mock, a web UI) must answer by then: Locust's imports take seconds on a busy box
@@ -394,11 +396,17 @@ def run_case(case: Case, tmp: Path) -> Outcome:
     return outcome
 
 
+def run_time(command: Command) -> str:
+    """The -t a load command runs with: longer when it judges thresholds, which need their samples."""
+    judged = any(word in arg for arg in command.argv for word in JUDGED)
+    return JUDGED_RUN_TIME if judged else RUN_TIME
+
+
 def run_load(case: Case, tmp: Path) -> Outcome:
     """Run the case's command as prepared, then (when it ended in time, so its files are written) its follow-up
     tools in `tmp`: their outcome is worth knowing even when the run's exit code was not the promised one."""
     if case.workers is None:
-        prepared = prepare(case.command, tmp, documented_files(case.command.source), RUN_TIME, MAX_USERS)
+        prepared = prepare(case.command, tmp, documented_files(case.command.source), run_time(case.command), MAX_USERS)
         code, output = run_process([*prepared.argv, *case.args], ROOT, reader_env(prepared.env), tmp / "run.log")
     else:
         code, output = run_distributed(case, tmp)
