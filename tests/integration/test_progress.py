@@ -28,7 +28,7 @@ from rich.text import Text
 
 from tests.integration.locust_runs import ROOT, env, free_port, headless, locust_cmd, run
 
-pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
+pytestmark = pytest.mark.integration
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
 ROWS, COLS = 40, 110

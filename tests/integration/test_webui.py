@@ -20,7 +20,7 @@ import pytest
 
 from tests.integration.locust_runs import ROOT, env, locust_cmd
 
-pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
+pytestmark = pytest.mark.integration
 CHROMIUM = Path("/usr/bin/chromium")
 SECRET = "sk-this-key-must-never-reach-the-ui-0123456789"
 USER, PASSWORD = "operator", "correct horse battery staple"
