@@ -1,8 +1,10 @@
-"""A node's settings for one run: the resolved endpoint and adapter, limits, prices, secrets to mask and run identity.
+"""A node's options and settings for one run: the options typed (`Options`), and the resolved endpoint and adapter,
+limits, prices, secrets to mask and run identity.
 
-Built from Locust's parsed options (loadlib.options) once per test start on every load-generating node (workers
-receive the master's options then, not at init), so users read one consistent object instead of re-parsing options
-per request. Building them is also the start-up check of everything that can be known before load: a `ConfigError`
+This is the one module that reads Locust's parsed namespace: `resolve` turns it into `Options`, with the registry's
+(loadlib.options) default for whatever it lacks, and `amend` is the one way to change it. The settings are built
+from the options once per test start on every load-generating node (workers receive the master's options then, not
+at init), so users read one consistent object instead of re-parsing options per request. Building them is also the start-up check of everything that can be known before load: a `ConfigError`
 names the first problem.
 """
 
@@ -174,6 +176,7 @@ class Options:
 
 _REGISTRY = {o.dest: o.default for o in OPTIONS}
 _NESTED = {"locust": LocustOptions, "carried": Carried}
+_KNOWN = frozenset(_REGISTRY) | {f.name for kind in _NESTED.values() for f in fields(kind)}
 
 
 def resolve(namespace: Any) -> Options:
@@ -181,8 +184,7 @@ def resolve(namespace: Any) -> Options:
     the namespace lacks (an environment built without loadlib's parser)."""
     given = dict(vars(namespace)) if namespace is not None else {}
     nested = {key: _nested(kind, given) for key, kind in _NESTED.items()}
-    taken = {f.name for kind in _NESTED.values() for f in fields(kind)} | _REGISTRY.keys()
-    extra = MappingProxyType({k: v for k, v in given.items() if k not in taken})
+    extra = MappingProxyType({k: v for k, v in given.items() if k not in _KNOWN})
     return Options(**{k: given.get(k, default) for k, default in _REGISTRY.items()}, **nested, extra=extra)
 
 
@@ -205,8 +207,7 @@ def options_of(environment: Any) -> Options:
 def amend(environment: Any, **values: Any) -> None:
     """Set options on the environment's namespace, which the master sends to its workers: a run id, the mock's
     identity, the pool as read, the path of the records. Only known names: a typo fails here, not silently later."""
-    known = _REGISTRY.keys() | {f.name for kind in _NESTED.values() for f in fields(kind)}
-    unknown = sorted(values.keys() - known)
+    unknown = sorted(values.keys() - _KNOWN)
     if unknown:
         raise KeyError(f"not an option: {', '.join(unknown)}")
     namespace = parsed(environment)
