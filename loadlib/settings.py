@@ -4,8 +4,8 @@ limits, prices, secrets to mask and run identity.
 This is the one module that reads Locust's parsed namespace: `resolve` turns it into `Options`, with the registry's
 (loadlib.options) default for whatever it lacks, and `amend` is the one way to change it. The settings are built
 from the options once per test start on every load-generating node (workers receive the master's options then, not
-at init), so users read one consistent object instead of re-parsing options per request. Building them is also the start-up check of everything that can be known before load: a `ConfigError`
-names the first problem.
+at init), so users read one consistent object instead of re-parsing options per request. Building them is also the
+start-up check of everything that can be known before load: a `ConfigError` names the first problem.
 """
 
 from __future__ import annotations
