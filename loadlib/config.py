@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from loadlib.errors import ConfigError
@@ -166,29 +165,3 @@ def make_endpoint(
         port=port,
         base_path=path,
     )
-
-
-def endpoint_from_options(options: Any, host: str | None, require_key: bool = True) -> Endpoint:
-    """The endpoint the run targets, from Locust's parsed options and its --host (the base URL)."""
-    return make_endpoint(
-        base_url=host or "",
-        provider=options.llm_provider,
-        model=options.llm_model,
-        api_key_env=options.llm_api_key_env,
-        name=options.llm_endpoint_name or None,
-        require_key=require_key,
-    )
-
-
-def timeouts_from_options(options: Any) -> Timeouts:
-    return Timeouts(
-        connect=options.llm_timeout_connect,
-        ttft=options.llm_timeout_ttft,
-        idle=options.llm_timeout_idle,
-        total=options.llm_timeout_total,
-    )
-
-
-def limits_from_options(options: Any) -> Limits:
-    mb = (options.llm_max_line_mb, options.llm_max_event_mb, options.llm_max_response_mb)
-    return Limits.from_mb(*mb, getattr(options, "llm_max_head_kb", 64), getattr(options, "llm_max_text_kb", 1024))

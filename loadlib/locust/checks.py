@@ -15,25 +15,26 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from loadlib.config import Limits, Timeouts, check_provider, limits_from_options, make_endpoint, timeouts_from_options
+from loadlib.config import Limits, Timeouts, check_provider, make_endpoint
 from loadlib.errors import ConfigError
 from loadlib.locust.embedded_mock import mock_config
 from loadlib.pacing import PROCESSES
 from loadlib.records.pricing import PriceTable
+from loadlib.settings import Options, influx_options, limits_of, timeouts_of
 from loadlib.sinks.config import config_from_options
 
 PLACEHOLDER_HOST = "http://127.0.0.1:1/v1"  # stands for the embedded mock, which is not started yet
 
 
-def check_run(options: Any, host: str, worker: str = "master", pooled: bool = False) -> list[str]:
+def check_run(options: Options, host: str, worker: str = "master", pooled: bool = False) -> list[str]:
     """Raise ConfigError on the first problem; return notes worth printing (directories created). With a pool
     (`pooled`), its endpoints are checked with it (loadlib.failover.pool.check_pool), not --host."""
     check_endpoint(options, host, pooled)
-    config_from_options(options)
+    config_from_options(influx_options(options))
     return check_outputs(options, worker)
 
 
-def check_endpoint(options: Any, host: str, pooled: bool = False) -> tuple[Timeouts, Limits]:
+def check_endpoint(options: Options, host: str, pooled: bool = False) -> tuple[Timeouts, Limits]:
     """Provider, model, key, timeouts, limits, price table, load model; the mock's settings when it will be used."""
     provider = str(options.llm_provider or "").strip().lower()
     check_provider(provider)
@@ -47,10 +48,10 @@ def check_endpoint(options: Any, host: str, pooled: bool = False) -> tuple[Timeo
     PriceTable.load(options.llm_price_table or None)
     _at_least(options.llm_stop_on_fatal_s, 0, "--llm-stop-on-fatal-s")
     _at_least(options.arrival_rate, 0, "--arrival-rate")
-    _at_least(getattr(options, "llm_abort_delay", 0.0), 0, "--llm-abort-delay")
+    _at_least(options.llm_abort_delay, 0, "--llm-abort-delay")
     if options.arrival_process not in PROCESSES:
         raise ConfigError(f"--arrival-process must be one of {', '.join(PROCESSES)}, got {options.arrival_process!r}")
-    return timeouts_from_options(options), limits_from_options(options)
+    return timeouts_of(options), limits_of(options)
 
 
 def _at_least(value: Any, minimum: float, flag: str) -> None:
@@ -58,24 +59,24 @@ def _at_least(value: Any, minimum: float, flag: str) -> None:
         raise ConfigError(f"{flag} must be >= {minimum:g}, got {value!r}")
 
 
-def output_paths(options: Any) -> list[tuple[str, str]]:
+def output_paths(options: Options) -> list[tuple[str, str]]:
     """(flag, path) of every file this run writes that the user named: loadlib's outputs and Locust's HTML report
     (Locust creates its --csv directory itself, before loadlib is asked)."""
     named = [
         ("--llm-summary", options.llm_summary),
         ("--llm-records", options.llm_records),
-        ("--llm-junit", getattr(options, "llm_junit", "")),
-        ("--llm-markdown", getattr(options, "llm_markdown", "")),
-        ("--llm-report", getattr(options, "llm_report", "")),
-        ("--html", getattr(options, "html_file", None)),
+        ("--llm-junit", options.llm_junit),
+        ("--llm-markdown", options.llm_markdown),
+        ("--llm-report", options.llm_report),
+        ("--html", options.locust.html_file),
     ]
-    audit = str(getattr(options, "audit_file", "") or "")
+    audit = str(options.audit_file or "")
     if audit.lower() not in ("", "none", "off"):
         named.append(("--audit-file", audit))
     return [(flag, str(path)) for flag, path in named if path]
 
 
-def check_outputs(options: Any, worker: str = "master") -> list[str]:
+def check_outputs(options: Options, worker: str = "master") -> list[str]:
     """Check (and create the parents of) every output path; notes for directories created outside the cwd."""
     notes = []
     for flag, template in output_paths(options):

@@ -32,7 +32,8 @@ from loadlib.metrics import scenarios as found
 from loadlib.pacing import ArrivalSchedule, worker_rate
 from loadlib.records.record import RequestRecord
 from loadlib.redact import Redactor
-from loadlib.settings import RunSettings, build_settings, new_run_id
+from loadlib.settings import Options, RunSettings, build_settings, mock_identity, new_run_id, options_of, parsed
+from loadlib.settings import amend as amend_options
 
 SUMMARY_SCHEMA = "loadlib-summary/1"  # schemas/summary-v1.schema.json
 _CONTEXTS: weakref.WeakKeyDictionary[Any, RunContext] = weakref.WeakKeyDictionary()
@@ -61,6 +62,7 @@ class RunContext:
         self.environment = environment
         self.events = LLMEvents()
         self.settings: RunSettings | None = None
+        self._options: Options | None = None
         self.redact = Redactor()
         self.fatal = FatalStop(0.0)
         self.arrivals: ArrivalSchedule | None = None
@@ -89,8 +91,27 @@ class RunContext:
     # the node
 
     @property
-    def options(self) -> Any:
-        return self.environment.parsed_options
+    def options(self) -> Options:
+        """The node's options, typed (loadlib.settings.Options): resolved when first read, again at each test start
+        (a web UI form or the master's options may have changed them) and after `amend`."""
+        if self._options is None:
+            self._options = options_of(self.environment)
+        return self._options
+
+    @property
+    def has_options(self) -> bool:
+        """Whether Locust parsed options for this environment (not so for one a test builds bare)."""
+        return parsed(self.environment) is not None
+
+    def amend(self, **values: Any) -> None:
+        """Change options on Locust's namespace (they travel to the workers with it), then read them again."""
+        amend_options(self.environment, **values)
+        self.reread()
+
+    def reread(self) -> None:
+        """Resolve the options again when next read: a test starts, and a web UI form or the master may have changed
+        them."""
+        self._options = None
 
     @property
     def is_master(self) -> bool:
@@ -132,10 +153,12 @@ class RunContext:
     def start(self) -> None:
         """Test start: resolve the settings (load nodes), then start every part."""
         self.started_at, self.stopped_at = time.time(), None
+        self.reread()
         if not self.is_worker and not self.options.run_id:
-            self.options.run_id = new_run_id()  # the web UI's form sends an empty one: each swarm is a new run
-        self.fatal = FatalStop(float(getattr(self.options, "llm_stop_on_fatal_s", 0.0) or 0.0))
+            self.amend(run_id=new_run_id())  # the web UI's form sends an empty one: each swarm is a new run
+        self.fatal = FatalStop(float(self.options.llm_stop_on_fatal_s or 0.0))
         if self.generates_load:
+            self.amend(**mock_identity(self.options, self.environment.host))
             self.settings = build_settings(self.options, self.environment.host, self.worker_id())
             self.redact = self.settings.redact
             self.arrivals = self._arrival_schedule()
@@ -207,10 +230,10 @@ class RunContext:
         opts = self.options
         meta = {
             "schema": SUMMARY_SCHEMA,
-            "run_id": getattr(opts, "run_id", None),
+            "run_id": opts.run_id,
             "host": self.environment.host,
-            "provider": getattr(opts, "llm_provider", None),
-            "model": getattr(opts, "llm_model", None),
+            "provider": opts.llm_provider,
+            "model": opts.llm_model,
             "models": {spec.name: spec.model for spec in self.pool.endpoints} if self.pool is not None else {},
             "started_at": self.started_at,
             "stopped_at": self.stopped_at,
@@ -227,14 +250,14 @@ class RunContext:
     def _arrival_schedule(self) -> ArrivalSchedule | None:
         """This node's share of the open-loop arrival rate (None: closed loop)."""
         opts = self.options
-        rate = float(getattr(opts, "arrival_rate", 0.0) or 0.0)
+        rate = float(opts.arrival_rate or 0.0)
         if rate <= 0:
             return None
-        process = str(getattr(opts, "arrival_process", "poisson"))
-        expected = getattr(opts, "expect_workers", None) if self.is_worker else None
+        process = str(opts.arrival_process)
+        expected = opts.locust.expect_workers if self.is_worker else None
         share = worker_rate(rate, expected)
         index = int(getattr(self.environment.runner, "worker_index", 0) or 0)
-        seed = int(getattr(opts, "data_seed", 1) or 1) * 1000 + index
+        seed = int(opts.data_seed or 1) * 1000 + index
         found.open_loop_config(self.scenarios.results, self.worker_id(), share, process)
         return ArrivalSchedule(share, process, seed)
 

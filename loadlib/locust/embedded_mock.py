@@ -3,11 +3,14 @@ targets it; workers follow the master's target. Its settings come from --llm-moc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadlib.config import NO_KEY
 from loadlib.mock import MockConfig, parse_overrides, start_subprocess
 from loadlib.providers import registry
+
+if TYPE_CHECKING:
+    from loadlib.locust.context import RunContext
 
 
 def mock_config(spec: str) -> MockConfig:
@@ -15,17 +18,17 @@ def mock_config(spec: str) -> MockConfig:
     return MockConfig().with_overrides(parse_overrides(spec or "", "--llm-mock"))
 
 
-def start_embedded_mock(environment: Any) -> Any:
+def start_embedded_mock(ctx: RunContext) -> Any:
     """Start the mock, point the run at it and return its handle (stop it at quit)."""
-    opts = environment.parsed_options
+    opts = ctx.options
     mock = start_subprocess(mock_config(opts.llm_mock))
     base = registry.base_url_at(mock.url, opts.llm_provider)
-    environment.host = base
-    opts.llm_mock_base = base  # travels with the options: a node that targets this URL targets the mock
-    if not opts.llm_api_key_env:
-        opts.llm_api_key_env = NO_KEY
-    if not opts.llm_endpoint_name:
-        opts.llm_endpoint_name = "mock"
+    ctx.environment.host = base
+    ctx.amend(  # travels with the options: a node that targets this URL targets the mock
+        llm_mock_base=base,
+        llm_api_key_env=opts.llm_api_key_env or NO_KEY,
+        llm_endpoint_name=opts.llm_endpoint_name or "mock",
+    )
     print(
         f"loadlib: no --host given, targeting the embedded mock LLM server at {base} (pass --host URL for a real "
         "endpoint)",

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from loadlib.options import OPTIONS
+from loadlib.settings import Options, option_values, options_of
 
 log = logging.getLogger("loadlib")
 HELLO = "loadlib_hello"
@@ -50,12 +51,13 @@ def loadlib_version() -> str:
     return f"{version}+{h.hexdigest()[:12]}"
 
 
-def fingerprint(options: Any) -> dict[str, Any]:
+def fingerprint(options: Options) -> dict[str, Any]:
     """What a node measures with: loadlib's version, its locustfiles' digest, its measurement options as given."""
-    given = {k: getattr(options, k, None) for k in MEASURED}
+    values = option_values(options)
+    given = {k: values[k] for k in MEASURED}
     return {
         "loadlib": loadlib_version(),
-        "locustfile": locustfile_digest(str(getattr(options, "locustfile", "") or "")),
+        "locustfile": locustfile_digest(str(options.locust.locustfile or "")),
         "options": {k: v for k, v in given.items() if v not in (None, "", _DEFAULTS.get(k))},
     }
 
@@ -91,7 +93,7 @@ def say_hello(environment: Any) -> None:
     """Worker: send the fingerprint and listen for a refusal."""
     runner = environment.runner
     runner.register_message(REFUSED, lambda msg, **__: _refused(environment, str(msg.data)))
-    runner.send_message(HELLO, fingerprint(environment.parsed_options))
+    runner.send_message(HELLO, fingerprint(options_of(environment)))
 
 
 class Gate:
@@ -104,7 +106,7 @@ class Gate:
 
     def __init__(self, environment: Any) -> None:
         self.runner = environment.runner
-        self.own = fingerprint(environment.parsed_options)
+        self.own = fingerprint(options_of(environment))
         self.admitted: set[str] = set()
         self.held: dict[str, tuple[str, Any]] = {}  # node id -> its client_ready message, until its hello is checked
         self.on_refuse: Callable[[str, str], None] | None = None  # the run's ledger (loadlib.locust.workers)

@@ -83,7 +83,7 @@ def checked_csv_prefix(prefix: str) -> str:
 def on_init(environment: Any, **_: Any) -> None:
     """Create the run context, wire the environment's events to it, and check everything before any load."""
     ctx = context(environment)
-    if environment.parsed_options is None:
+    if not ctx.has_options:
         return
     wire(ctx)
     if ctx.is_worker:
@@ -164,12 +164,12 @@ def _watch_worker_wait(ctx: RunContext) -> None:
 def _workers_missing(ctx: RunContext) -> str | None:
     """Why a headless master quits before its test started, when that is the workers it waited for (a signal while
     waiting is an interruption instead)."""
-    opts, runner = ctx.options, ctx.environment.runner
-    expected = int(getattr(opts, "expect_workers", 1) or 1)
+    opts, runner = ctx.options.locust, ctx.environment.runner
+    expected = int(opts.expect_workers or 1)
     ready = len(runner.clients.ready)
     if ctx.started_at is not None or ctx.verdicts.interrupted or not opts.headless or ready >= expected:
         return None
-    wait = getattr(opts, "expect_workers_max_wait", 0) or 0
+    wait = opts.expect_workers_max_wait or 0
     return (
         f"only {ready} of {expected} workers connected within {wait:g} s (--expect-workers-max-wait): the test "
         f"never started; check that every worker is running and reaches the master on port {opts.master_bind_port}"
@@ -178,22 +178,22 @@ def _workers_missing(ctx: RunContext) -> str | None:
 
 def _prepare_master_or_local(ctx: RunContext) -> None:
     """Check the run, then start the embedded mock if there is no target: a mistake stops here, before any load."""
-    environment, opts = ctx.environment, ctx.options
-    if not opts.run_id:
-        opts.run_id = new_run_id()
+    environment = ctx.environment
+    if not ctx.options.run_id:
+        ctx.amend(run_id=new_run_id())
     host = environment.host or os.environ.get("LLM_BASE_URL", "")
     try:
         data = _pool_source(ctx)
-        if data is None and not host and not opts.llm_endpoint_name:
-            opts.llm_endpoint_name = "mock"
-        records_note = records_for_report(opts)
-        notes = check_run(opts, host, pooled=data is not None) + ([records_note] if records_note else [])
-        if getattr(opts, "web_login", False) and environment.web_ui:
+        if data is None and not host and not ctx.options.llm_endpoint_name:
+            ctx.amend(llm_endpoint_name="mock")
+        notes = _records_for_report(ctx)
+        notes = check_run(ctx.options, host, pooled=data is not None) + notes
+        if ctx.options.locust.web_login and environment.web_ui:
             credentials()  # a UI that would refuse everyone stops here, in one line
-        ctx.pool = checked_pool(opts, host, data)
-        thresholds_from_options(opts, ctx.verdicts.slos)
-        ctx.scenarios.check(opts, load=not ctx.is_master)
-        ctx.redact = secrets_of(opts, ctx.pool)
+        ctx.pool = checked_pool(ctx, host, data)
+        thresholds_from_options(ctx.options, ctx.verdicts.slos)
+        ctx.scenarios.check(ctx.options, load=not ctx.is_master)
+        ctx.redact = secrets_of(ctx.options, ctx.pool)
         install_log_filter(ctx.redact)
         _start_targets(ctx, host, data)
         ctx.drills = DrillDriver(ctx, ctx.pool, _admin_urls(ctx))
@@ -204,49 +204,59 @@ def _prepare_master_or_local(ctx: RunContext) -> None:
     get_hub().loop.update_now()  # the checks and data preparation above blocked the loop: refresh its clock
 
 
+def _records_for_report(ctx: RunContext) -> list[str]:
+    """--llm-report without --llm-records: the records go beside the report; the note to print."""
+    records = records_for_report(ctx.options)
+    if records is None:
+        return []
+    ctx.amend(llm_records=records)
+    return [f"loadlib: --llm-report builds from the run's records: writing them to {records}"]
+
+
 def _pool_source(ctx: RunContext) -> Any:
     """The pool's raw configuration: --llm-pool, else the locustfile's `pool`; kept in the options, which the master
     sends to every worker (a worker needs no copy of the file)."""
-    opts = ctx.options
-    data = pool_data(opts)
+    data = pool_data(ctx.options)
     if data is None:
         data = next((c.pool for c in ctx.environment.user_classes or () if getattr(c, "pool", None)), None)
     if data is not None:
-        opts.llm_pool_data = data
+        ctx.amend(llm_pool_data=data)
     return data
 
 
-def checked_pool(opts: Any, host: str, data: Any) -> PoolConfig:
+def checked_pool(ctx: RunContext, host: str, data: Any) -> PoolConfig:
     """The run's pool, checked before any load: bad endpoints, policies, drills or targets stop here."""
     endpoint = None
     if data is None:
         if not host:
-            opts.llm_admin_url = PLACEHOLDER_HOST  # the embedded mock's, once started: drills break it on the server
+            ctx.amend(llm_admin_url=PLACEHOLDER_HOST)  # the embedded mock's, once started: drills break it there
+        opts = ctx.options
         key_env = opts.llm_api_key_env if host else NO_KEY
         name = opts.llm_endpoint_name or None
         endpoint = make_endpoint(host or PLACEHOLDER_HOST, opts.llm_provider, opts.llm_model, key_env, name)
-    pool = resolve_pool(opts, endpoint, data)
+    pool = resolve_pool(ctx.options, endpoint, data)
     check_pool(pool)
     return pool
 
 
 def _start_targets(ctx: RunContext, host: str, data: Any) -> None:
     """Point the run at its target: the pool (its mocks started), --host, or the embedded mock."""
-    environment, opts = ctx.environment, ctx.options
+    environment = ctx.environment
     if data is None:
         if host:
             environment.host = host
         else:
-            ctx.mock = start_embedded_mock(environment)
-            opts.llm_admin_url = ctx.mock.url
+            ctx.mock = start_embedded_mock(ctx)
+            ctx.amend(llm_admin_url=ctx.mock.url)
         return
     ctx.mocks = start_pool_mocks(ctx.pool)
     specs = {s.name: s for s in ctx.pool.endpoints}
-    opts.llm_pool_urls = {n: registry.base_url_at(m.url, specs[n].provider) for n, m in ctx.mocks.items()}
+    urls = {n: registry.base_url_at(m.url, specs[n].provider) for n, m in ctx.mocks.items()}
+    ctx.amend(llm_pool_urls=urls)
     first = ctx.pool.endpoints[0]
-    environment.host = first.base_url or opts.llm_pool_urls[first.name]
+    environment.host = first.base_url or urls[first.name]
     if ctx.mocks:
-        listed = ", ".join(f"{n} at {u}" for n, u in opts.llm_pool_urls.items())
+        listed = ", ".join(f"{n} at {u}" for n, u in urls.items())
         print(f"loadlib: started the pool's embedded mocks: {listed}", flush=True)
 
 
@@ -261,6 +271,7 @@ def _admin_urls(ctx: RunContext) -> dict[str, str]:
 
 def on_test_start(ctx: RunContext) -> None:
     wire(ctx)
+    ctx.reread()
     if ctx.gate is not None:
         ctx.gate.await_hellos()
     try:
@@ -286,8 +297,8 @@ def _watch_thresholds(ctx: RunContext) -> None:
     runner) evaluates the thresholds during the run (loadlib.locust.abort)."""
     if ctx.is_worker:
         return
-    on_fail = bool(getattr(ctx.options, "llm_abort_on_fail", False))
-    delay = float(getattr(ctx.options, "llm_abort_delay", 10.0) or 0.0)
+    on_fail = bool(ctx.options.llm_abort_on_fail)
+    delay = float(ctx.options.llm_abort_delay or 0.0)
     watch = AbortWatch(ctx, delay, lambda: end_run(ctx), on_fail=on_fail)
     if watch.rules:
         ctx.abort = watch
@@ -317,7 +328,7 @@ def _note_interruption(ctx: RunContext) -> None:
     the web UI's stop button all stop the test first."""
     runner = ctx.environment.runner
     running = runner.state in (STATE_SPAWNING, STATE_RUNNING)
-    waiting = ctx.started_at is None and bool(getattr(ctx.options, "headless", False))
+    waiting = ctx.started_at is None and bool(ctx.options.locust.headless)
     if (running or waiting) and not ctx.verdicts.fatal and not ctx.verdicts.not_started:
         ctx.verdicts.interrupted = True
 
@@ -327,7 +338,7 @@ def on_quitting(ctx: RunContext) -> None:
     thresholds, drills, an incomplete run or a stop of ours, the verdict decides (Locust's any-failure rule would
     fail every drill and every run that expects some errors); without, Locust's rule, stated as a verdict line."""
     ctx.sinks.close()
-    if ctx.is_worker or ctx.options is None:
+    if ctx.is_worker or not ctx.has_options:
         return
     if ctx.stopped_at is None:  # an interruption was noted first (_note_interruption)
         ctx.stopped_at = time.time()
@@ -342,7 +353,7 @@ def _locust_rule(ctx: RunContext) -> dict[str, Any]:
     runner = ctx.environment.runner
     code = 0
     if len(runner.errors) or len(runner.exceptions):
-        code = int(getattr(ctx.options, "exit_code_on_error", 1))
+        code = int(ctx.options.locust.exit_code_on_error)
     elif locust_log.unhandled_greenlet_exception:
         code = 2
     return verdicts.no_verdict(int(runner.stats.total.num_failures), code)
@@ -353,9 +364,9 @@ def on_quit(ctx: RunContext) -> None:
     the process exits with (an output that could not be written makes it exit 2, and the verdict line says so),
     then stop the embedded mocks."""
     ctx.close()
-    if ctx.is_worker or ctx.options is None:
+    if ctx.is_worker or not ctx.has_options:
         return
-    write_final_csv(ctx.environment, getattr(ctx.options, "csv_prefix", None))  # Locust's own misses the last second
+    write_final_csv(ctx.environment, ctx.options.locust.csv_prefix)  # Locust's own misses the last second
     if ctx.stopped_at is None:
         ctx.stopped_at = time.time()
     summary = ctx.final_summary if ctx.final_summary is not None else ctx.summary()
@@ -417,7 +428,7 @@ def stop_run(ctx: RunContext, message: str) -> None:
 def end_run(ctx: RunContext) -> None:
     """End the test from inside: quit a headless run (every worker with it), stop a web UI one."""
     runner = ctx.environment.runner
-    gevent.spawn(runner.quit if getattr(ctx.options, "headless", False) else runner.stop)
+    gevent.spawn(runner.quit if ctx.options.locust.headless else runner.stop)
 
 
 def fail(message: str) -> None:

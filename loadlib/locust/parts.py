@@ -27,7 +27,7 @@ from loadlib.metrics.summary_types import Summary
 from loadlib.metrics.timeline import Timeline
 from loadlib.outputs.records import open_export
 from loadlib.records.record import RequestRecord
-from loadlib.settings import RunSettings
+from loadlib.settings import Options, RunSettings
 from loadlib.verdicts.goodput import RequestSLO, parse_request_slo
 
 
@@ -38,7 +38,7 @@ class Node(Protocol):
     events: Any
 
     @property
-    def options(self) -> Any: ...
+    def options(self) -> Options: ...
 
     @property
     def generates_load(self) -> bool: ...
@@ -129,7 +129,7 @@ class StatsPart(MergedPart):
         super().__init__(self.stats)
 
     def start(self, ctx: Node) -> None:
-        self.slo = parse_request_slo(getattr(ctx.options, "llm_request_slo", ""))
+        self.slo = parse_request_slo(ctx.options.llm_request_slo)
         if not ctx.is_worker and self.timeline is None:
             self.timeline = Timeline(ctx.user_count)
 
@@ -173,8 +173,8 @@ class HealthPart(NodePart):
     def start(self, ctx: Node) -> None:
         opts = ctx.options
         self.thresholds = SaturationThresholds(
-            loop_lag_p99_ms=float(getattr(opts, "llm_lag_threshold_ms", 50.0)),
-            cpu_percent=float(getattr(opts, "llm_cpu_threshold", 90.0)),
+            loop_lag_p99_ms=float(opts.llm_lag_threshold_ms),
+            cpu_percent=float(opts.llm_cpu_threshold),
         )
         if ctx.generates_load:
             runner = getattr(getattr(ctx, "environment", None), "runner", None)
@@ -234,7 +234,7 @@ class RecordsPart(NodePart):
         self.export: Any = None
 
     def start(self, ctx: Node) -> None:
-        template = str(getattr(ctx.options, "llm_records", "") or "")
+        template = str(ctx.options.llm_records or "")
         if template and ctx.generates_load and self.export is None and ctx.settings is not None:
             self.export = open_export(template, ctx.settings.run_id, ctx.settings.worker_id)
 

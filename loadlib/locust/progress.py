@@ -36,11 +36,11 @@ _DISPLAYS: weakref.WeakKeyDictionary[Any, Display] = weakref.WeakKeyDictionary()
 
 def prepare(ctx: Any) -> None:
     """At `init`, before Locust spawns its stats printer: turn Locust's periodic table off when ours replaces it."""
-    opts = ctx.options
-    mode, _ = view_of.parse_mode(getattr(opts, "llm_progress", "auto"))
-    headless, worker = bool(getattr(opts, "headless", False)), bool(getattr(opts, "worker", False))
-    if view_of.quiets_locust(mode, headless, worker, bool(getattr(opts, "print_stats", False))):
-        opts.only_summary = True
+    opts, locust = ctx.options, ctx.options.locust
+    mode, _ = view_of.parse_mode(opts.llm_progress)
+    headless, worker = bool(locust.headless), bool(locust.worker)
+    if view_of.quiets_locust(mode, headless, worker, bool(locust.print_stats)):
+        ctx.amend(only_summary=True)
     if view_of.display_kind(mode, headless, worker, sys.stdout.isatty()) == "bar":
         import_module("loadlib.outputs.progress_panel")  # rich takes ~70 ms to import: now, not as the load starts
 
@@ -48,9 +48,9 @@ def prepare(ctx: Any) -> None:
 def start(ctx: Any) -> None:
     """At test start: show the display this node should show, if any."""
     opts = ctx.options
-    if not getattr(opts, "headless", False) or ctx in _DISPLAYS:
+    if not opts.locust.headless or ctx in _DISPLAYS:
         return
-    mode, every_s = view_of.parse_mode(getattr(opts, "llm_progress", "auto"))
+    mode, every_s = view_of.parse_mode(opts.llm_progress)
     terminal = sys.stdout.isatty()
     kind = view_of.display_kind(mode, True, ctx.is_worker, terminal)
     if kind is None:
@@ -90,7 +90,7 @@ class LiveOut:
 
         from loadlib.outputs.progress_panel import panel
 
-        self.title = f"loadlib run {getattr(ctx.options, 'run_id', '') or ''}".strip()
+        self.title = f"loadlib run {ctx.options.run_id or ''}".strip()
         self.panel = panel
         console = Console(file=sys.stdout, force_terminal=True if force else None)
         # stderr joins the panel's terminal only when it is that terminal: `2> file` keeps the logs in the file
@@ -192,7 +192,7 @@ class Display:
         p50, p95 = total.ttft_ms.percentiles((50, 95))
         return view_of.View(
             elapsed_s=now - (ctx.started_at or now),
-            run_time_s=float(getattr(ctx.options, "run_time", 0) or 0) or None,
+            run_time_s=float(ctx.options.locust.run_time or 0) or None,
             users=self.users if done else self._users(),
             target_users=_target_users(ctx),
             workers=ctx.environment.runner.worker_count if ctx.is_master else None,
@@ -223,5 +223,5 @@ def _target_users(ctx: Any) -> int | None:
     """The -u of a run without a load shape (a shape sets its own counts as it goes)."""
     if getattr(ctx.environment, "shape_class", None) is not None:
         return None
-    users = getattr(ctx.options, "num_users", None)
+    users = ctx.options.locust.num_users
     return int(users) if users is not None else None

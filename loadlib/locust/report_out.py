@@ -12,27 +12,28 @@ from pathlib import Path
 from typing import Any
 
 from loadlib.outputs.summary import write_text
+from loadlib.settings import Options
 
 
-def records_for_report(options: Any) -> str | None:
-    """Point --llm-records beside the report when a report is wanted and no records were; the note to print."""
-    report = str(getattr(options, "llm_report", "") or "")
+def records_for_report(options: Options) -> str | None:
+    """Where --llm-records should point when a report is wanted and no records were: beside the report (None: leave
+    it as it is)."""
+    report = str(options.llm_report or "")
     if not report or options.llm_records:
         return None
     target = Path(report).expanduser()
-    options.llm_records = str(target.with_name(f"{target.stem}-records-{{worker}}.jsonl"))
-    return f"loadlib: --llm-report builds from the run's records: writing them to {options.llm_records}"
+    return str(target.with_name(f"{target.stem}-records-{{worker}}.jsonl"))
 
 
-def record_files(options: Any, run_id: str) -> list[str]:
+def record_files(options: Options, run_id: str) -> list[str]:
     """Every records file of this run the node can see (`{worker}` matches any worker)."""
     pattern = str(options.llm_records).replace("{run_id}", run_id).replace("{worker}", "*")
     return sorted(glob.glob(str(Path(pattern).expanduser())))
 
 
-def write_report(options: Any, summary: dict[str, Any], redact: Any) -> str | None:
+def write_report(options: Options, summary: dict[str, Any], redact: Any) -> str | None:
     """Build and write the report; the problem as one line (None when written or not asked for)."""
-    path = str(getattr(options, "llm_report", "") or "")
+    path = str(options.llm_report or "")
     if not path:
         return None
     files = record_files(options, str(summary.get("meta", {}).get("run_id") or ""))

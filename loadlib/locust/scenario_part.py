@@ -16,22 +16,24 @@ from typing import Any, TypeVar
 from loadlib.locust.parts import MergedPart, Node
 from loadlib.metrics.scenarios import OPEN_LOOP, ScenarioResults, Section, render_scenarios, scenario_summary
 from loadlib.metrics.summary_types import Summary
+from loadlib.settings import Options
 
 T = TypeVar("T")
 
 
-def _nothing(options: Any) -> None:
+def _nothing(options: Options) -> None:
     return None
 
 
-def _no_signature(options: Any) -> tuple[Any, ...]:
+def _no_signature(options: Options) -> tuple[Any, ...]:
     return ()
 
 
 @dataclass(frozen=True)
 class ScenarioSpec:
     """`prepare(options)` builds the scenario's data (heavy: tokenising, generating; run before any request is
-    timed, in a thread on workers) and is rebuilt only when `signature(options)` changes (web UI edits);
+    timed, in a thread on workers) and is rebuilt only when `signature(options)` changes (web UI edits); each gets
+    the run's resolved options (loadlib.settings.Options: loadlib's typed, a locustfile's own by attribute too);
     `validate(options)` raises ConfigError for a user mistake (the master checks files it does not load); `slo` are
     the scenario's default thresholds, written without a scenario tag (loadlib.verdicts.slo adds it); `parts` make
     node parts (loadlib.locust.parts) the scenario needs, such as the compliance audit trail; `results` is its
@@ -39,9 +41,9 @@ class ScenarioSpec:
     latency. A scenario without data of its own (plain chat) gives only a name and its SLOs."""
 
     name: str
-    prepare: Callable[[Any], Any] = _nothing
-    validate: Callable[[Any], None] = _nothing
-    signature: Callable[[Any], tuple[Any, ...]] = _no_signature
+    prepare: Callable[[Options], Any] = _nothing
+    validate: Callable[[Options], None] = _nothing
+    signature: Callable[[Options], tuple[Any, ...]] = _no_signature
     slo: tuple[str, ...] = ()
     parts: tuple[Callable[[], Any], ...] = ()
     results: Section | None = None
@@ -64,7 +66,7 @@ class ScenarioPart(MergedPart):
         super().__init__(self.results)
         self._data: dict[str, tuple[tuple[Any, ...], Any]] = {}
 
-    def data(self, spec: ScenarioSpec, options: Any) -> Any:
+    def data(self, spec: ScenarioSpec, options: Options) -> Any:
         """The scenario's data for these options, rebuilt only when its option signature changes."""
         signature = spec.signature(options)
         cached = self._data.get(spec.name)
@@ -72,7 +74,7 @@ class ScenarioPart(MergedPart):
             cached = self._data[spec.name] = (signature, spec.prepare(options))
         return cached[1]
 
-    def check(self, options: Any, load: bool) -> None:
+    def check(self, options: Options, load: bool) -> None:
         """Start-up: prepare every scenario's data where load is generated here, else only validate the options."""
         for spec in self.specs:
             if load:

@@ -10,26 +10,28 @@ from __future__ import annotations
 
 from locust import LoadTestShape
 
-from typing import Any
-
+from loadlib.options import OPTIONS
 from loadlib.pacing import ramp_users, step_users
+from loadlib.settings import Options, options_of
 
-DEFAULT_STEP_S = 30.0
-DEFAULT_STEPS = 5
+_DEFAULTS = {o.dest: o.default for o in OPTIONS}
+DEFAULT_STEP_S = float(_DEFAULTS["shape_step_s"])  # also for 0 or an empty field
+DEFAULT_STEPS = int(_DEFAULTS["shape_steps"])
 
 
 class _CommonShape(LoadTestShape):
     abstract = True
     use_common_options = True
 
-    def _options(self) -> Any:
-        return self.runner.environment.parsed_options if self.runner is not None else None
+    def _options(self) -> Options:
+        """Resolved at each tick: the first comes before test start, when the run context reads a form's edits."""
+        return options_of(self.runner.environment if self.runner is not None else None)
 
     def _common(self) -> tuple[int, float, float | None]:
-        opts = self._options()
-        users = int(getattr(opts, "num_users", None) or 1)
-        rate = float(getattr(opts, "spawn_rate", None) or users)
-        run_time = getattr(opts, "run_time", None)
+        opts = self._options().locust
+        users = int(opts.num_users or 1)
+        rate = float(opts.spawn_rate or users)
+        run_time = opts.run_time
         return users, rate, float(run_time) if run_time else None
 
 
@@ -42,7 +44,7 @@ class RampShape(_CommonShape):
         elapsed = self.get_run_time()
         if run_time is not None and elapsed >= run_time:
             return None
-        ramp_s = float(getattr(self._options(), "shape_ramp_s", 0.0) or 0.0)
+        ramp_s = float(self._options().shape_ramp_s or 0.0)
         if ramp_s <= 0:
             ramp_s = run_time / 2 if run_time else 60.0
         return ramp_users(elapsed, users, ramp_s), max(rate, 1.0)
@@ -58,6 +60,6 @@ class StepShape(_CommonShape):
         if run_time is not None and elapsed >= run_time:
             return None
         opts = self._options()
-        steps = int(getattr(opts, "shape_steps", DEFAULT_STEPS) or DEFAULT_STEPS)
-        step_s = float(getattr(opts, "shape_step_s", DEFAULT_STEP_S) or DEFAULT_STEP_S)
+        steps = int(opts.shape_steps or DEFAULT_STEPS)
+        step_s = float(opts.shape_step_s or DEFAULT_STEP_S)
         return step_users(elapsed, users, steps, step_s), max(rate, 1.0)

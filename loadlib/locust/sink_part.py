@@ -15,6 +15,7 @@ from loadlib.locust.parts import Node, NodePart
 from loadlib.metrics.summary_types import Summary
 from loadlib.records.record import RequestRecord
 from loadlib.records.user_request import UserRequest
+from loadlib.settings import Options, influx_options
 from loadlib.sinks.config import COUNT_KEYS, REPORT_KEY, UNKNOWN_RUN_ID, build_sink, config_from_options
 from loadlib.sinks.influx import InfluxSink
 
@@ -42,14 +43,14 @@ class SinkPart(NodePart):
         if ctx.is_master:
             self.workers.clear()
         try:
-            cfg = config_from_options(ctx.options)
+            cfg = config_from_options(influx_options(ctx.options))
         except ConfigError as exc:
             self.error = str(exc)
             log.error("InfluxDB sink disabled on %s: %s", self.node, exc)
             return
         if cfg is None:
             return
-        run_id = str(getattr(ctx.options, "run_id", "") or "") or UNKNOWN_RUN_ID
+        run_id = str(ctx.options.run_id or "") or UNKNOWN_RUN_ID
         self.close_timeout_s = cfg.close_timeout_s
         self.sink = build_sink(cfg, run_id, self.node).start()
         log.info("InfluxDB sink on %s -> %s (run_id=%s)", self.node, self.sink.transport.describe(), run_id)
@@ -135,6 +136,7 @@ class SinkPart(NodePart):
             self.last_stats = sink.close(self.close_timeout_s).as_dict()
 
 
-def _shape(options: Any) -> str:
-    shape = [f"{k}={getattr(options, k)}" for k in ("num_users", "spawn_rate") if getattr(options, k, None) is not None]
+def _shape(options: Options) -> str:
+    given = (("num_users", options.locust.num_users), ("spawn_rate", options.locust.spawn_rate))
+    shape = [f"{k}={v}" for k, v in given if v is not None]
     return f" ({', '.join(shape)})" if shape else ""

@@ -114,7 +114,7 @@ class LLMUser(FastHttpUser):
         first request; again only when the spec's `signature(options)` changes)."""
         if self.spec is None:
             raise TypeError(f"{type(self).__name__} has no spec: set `spec = ScenarioSpec(...)` to have data")
-        return self.run_context.scenarios.data(self.spec, self.environment.parsed_options)
+        return self.run_context.scenarios.data(self.spec, self.run_context.options)
 
     def open_loop_wait_time(self) -> float:
         """In an open-loop run the arrival schedule decides when the next request goes: no think time."""

@@ -11,6 +11,7 @@ from typing import Any
 from loadlib.errors import ConfigError
 from loadlib.locust.parts import Node, NodePart
 from loadlib.metrics.summary_types import Summary
+from loadlib.settings import Options
 from loadlib.verdicts import verdict as verdicts
 from loadlib.verdicts.evaluate import Histograms, evaluate, stats_histograms
 from loadlib.verdicts.goodput import parse_request_slo
@@ -18,21 +19,21 @@ from loadlib.verdicts.slo import applicable, combine, scenario_defaults
 from loadlib.verdicts.thresholds import Threshold, load_file, parse_option
 
 
-def thresholds_from_options(options: Any, slos: Mapping[str, Sequence[str]] | None = None) -> list[Threshold]:
+def thresholds_from_options(options: Options, slos: Mapping[str, Sequence[str]] | None = None) -> list[Threshold]:
     """Every threshold of the run: the user's, then the scenario SLO defaults (`slos`: scenario -> expressions) they
     do not restate. ConfigError (one line) on the first that does not parse."""
-    found = parse_option(getattr(options, "llm_threshold", ""))
-    path = str(getattr(options, "llm_thresholds_file", "") or "")
+    found = parse_option(options.llm_threshold)
+    path = str(options.llm_thresholds_file or "")
     user = found + (load_file(path) if path else [])
     _check_goodput(user, options)
-    if str(getattr(options, "scenario_slo", "on") or "on") == "off":
+    if str(options.scenario_slo or "on") == "off":
         return user
     return combine(user, scenario_defaults(slos or {}))
 
 
-def _check_goodput(thresholds: Sequence[Threshold], options: Any) -> None:
+def _check_goodput(thresholds: Sequence[Threshold], options: Options) -> None:
     """Goodput counts requests against the per-request SLO: without one there is nothing to count."""
-    has_slo = parse_request_slo(getattr(options, "llm_request_slo", "")) is not None
+    has_slo = parse_request_slo(options.llm_request_slo) is not None
     for t in thresholds:
         if t.metric == "goodput" and not has_slo:
             raise ConfigError(

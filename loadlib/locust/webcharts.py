@@ -37,10 +37,10 @@ def feed(ctx: Any, environment: Any) -> dict[str, Any]:
     opts = ctx.options
     return {
         "now": time.time(),
-        "run_id": getattr(opts, "run_id", ""),
+        "run_id": opts.run_id,
         "state": str(getattr(environment.runner, "state", "")),
         "users": ctx.user_count(),
-        "grafana": grafana_link(str(getattr(opts, "llm_grafana_url", "") or ""), getattr(opts, "run_id", "")),
+        "grafana": grafana_link(str(opts.llm_grafana_url or ""), opts.run_id),
         "timeline": timeline.feed() if timeline is not None else {"step_s": None, "series": {}},
         "verdict": summary.get("verdict"),
         "thresholds": summary.get("thresholds") or [],

@@ -21,6 +21,7 @@ from typing import Any
 from flask import Response, request
 
 from loadlib import options as reg
+from loadlib.settings import options_of
 
 FIRST = (
     "llm_model",
@@ -102,18 +103,18 @@ class RunFacts:
 
 def run_facts(environment: Any) -> RunFacts:
     """The facts from the environment's user classes (all the class picker offers) and shapes, and its options."""
-    opts = environment.parsed_options
+    opts = options_of(environment)
     classes = list((getattr(environment, "available_user_classes", None) or {}).values())
     classes = classes or list(getattr(environment, "user_classes", None) or ())
     specs = [spec for spec in (getattr(c, "spec", None) for c in classes) if spec is not None]
     shapes = [*(getattr(environment, "available_shape_classes", None) or {}).values(), environment.shape_class]
-    has_pool = getattr(opts, "llm_pool_data", None) is not None or bool(getattr(opts, "llm_pool", ""))
+    has_pool = opts.carried.llm_pool_data is not None or bool(opts.llm_pool)
     return RunFacts(
         scenarios=frozenset(spec.name for spec in specs),
         shapes=frozenset(type(s).__name__ for s in shapes if s is not None),
         slo=any(spec.slo for spec in specs),
         pool=has_pool or any(getattr(c, "pool", None) for c in classes),
-        influx=bool(getattr(opts, "influx_url", "")),
+        influx=bool(opts.influx_url),
     )
 
 

@@ -153,7 +153,7 @@ def _quit_awaiting_final_reports(runner: MasterRunner, part: WorkersPart) -> Non
     alive = [str(c.id) for c in runner.clients.all if c.state != STATE_MISSING and str(c.id) not in lost]
     for client in runner.clients.all:
         runner.server.send_to_client(Message("quit", None, client.id))
-    limit = float(getattr(part.ctx.options, "llm_final_report_wait_s", 10.0) or 0.0)
+    limit = float(part.ctx.options.llm_final_report_wait_s or 0.0)
     deadline = time.monotonic() + max(limit, 0.5)
     gevent.sleep(0.1)
     while time.monotonic() < deadline and part.ledger.awaiting_final(alive):

@@ -21,7 +21,7 @@ from typing import Any
 from loadlib import data
 from loadlib.data import ComplianceCase
 from loadlib.errors import ConfigError
-from loadlib.locust.parts import NodePart
+from loadlib.locust.parts import Node, NodePart
 from loadlib.metrics import compliance_results as results
 from loadlib.outputs.audit import audit_line, output_digest
 from loadlib.outputs.jsonl import JsonlWriter, resolve_path
@@ -29,6 +29,7 @@ from loadlib.providers.base import StreamResult
 from loadlib.records.record import RequestRecord
 from loadlib.scenarios.base import ScenarioSpec, ScenarioUser, positive, prompt_tokens
 from loadlib.scenarios.review import Review, canonical, compile_validator, structured_output
+from loadlib.settings import Options
 
 NAME = "compliance"
 SLO = ("e2e p95 < 20s", "schema_valid >= 99%", "deterministic >= 99%")
@@ -43,7 +44,7 @@ class ComplianceContext:
     validators: dict[int, Any]  # id(schema) -> compiled validator
 
 
-def _signature(opts: Any) -> tuple[Any, ...]:
+def _signature(opts: Options) -> tuple[Any, ...]:
     return (
         opts.compliance_cases,
         opts.compliance_repeat_share,
@@ -54,7 +55,7 @@ def _signature(opts: Any) -> tuple[Any, ...]:
     )
 
 
-def build_context(opts: Any) -> ComplianceContext:
+def build_context(opts: Options) -> ComplianceContext:
     share = float(opts.compliance_repeat_share)
     if not 0 <= share <= 1:
         raise ConfigError(f"--compliance-repeat-share must be between 0 and 1, got {share}")
@@ -70,7 +71,7 @@ def build_context(opts: Any) -> ComplianceContext:
     )
 
 
-def validate(opts: Any) -> None:
+def validate(opts: Options) -> None:
     share = float(opts.compliance_repeat_share)
     if not 0 <= share <= 1:
         raise ConfigError(f"--compliance-repeat-share must be between 0 and 1, got {share}")
@@ -84,11 +85,11 @@ class AuditPart(NodePart):
     def __init__(self) -> None:
         self.log: JsonlWriter | None = None
 
-    def start(self, ctx: Any) -> None:
+    def start(self, ctx: Node) -> None:
         self.stop(ctx)
-        template = str(getattr(ctx.options, "audit_file", "") or "")
+        template = str(ctx.options.audit_file or "")
         if ctx.generates_load and template.lower() not in ("", "none", "off"):
-            run_id = str(getattr(ctx.options, "run_id", "") or "")
+            run_id = str(ctx.options.run_id or "")
             self.log = JsonlWriter(resolve_path(template, run_id, ctx.worker_id()), line=audit_line)
             self.log.start()
 

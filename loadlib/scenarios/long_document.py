@@ -48,6 +48,7 @@ from loadlib.scenarios.documents import (
     outcome_of,
     truncation_check,
 )
+from loadlib.settings import Options
 
 log = logging.getLogger("loadlib.scenarios")
 NAME = "long_document"
@@ -85,28 +86,25 @@ class DocContext:
     canary: bool
 
 
-def _signature(opts: Any) -> tuple[Any, ...]:
-    return tuple(
-        getattr(opts, name)
-        for name in (
-            "doc_mode",
-            "doc_tokens",
-            "doc_per_size",
-            "doc_chunk_tokens",
-            "doc_overlap_tokens",
-            "doc_max_tokens",
-            "doc_truncation_ratio",
-            "doc_canary",
-            "doc_probe_max",
-            "doc_probe_resolution",
-            "doc_data_file",
-            "data_seed",
-            "data_cache_dir",
-        )
+def _signature(opts: Options) -> tuple[Any, ...]:
+    return (
+        opts.doc_mode,
+        opts.doc_tokens,
+        opts.doc_per_size,
+        opts.doc_chunk_tokens,
+        opts.doc_overlap_tokens,
+        opts.doc_max_tokens,
+        opts.doc_truncation_ratio,
+        opts.doc_canary,
+        opts.doc_probe_max,
+        opts.doc_probe_resolution,
+        opts.doc_data_file,
+        opts.data_seed,
+        opts.data_cache_dir,
     )
 
 
-def build_context(opts: Any) -> DocContext:
+def build_context(opts: Options) -> DocContext:
     mode = str(opts.doc_mode)
     if mode not in DOC_MODES:
         raise ConfigError(f"--doc-mode must be one of {', '.join(DOC_MODES)}, got {mode!r}")
@@ -123,7 +121,7 @@ def build_context(opts: Any) -> DocContext:
     codes: tuple[str | None, ...] = ()
     chunked: tuple[Chunked, ...] = ()
     probe_ids: tuple[int, ...] = ()
-    use_canary = str(getattr(opts, "doc_canary", "on")) == "on"
+    use_canary = str(opts.doc_canary) == "on"
     if mode == "probe":
         probe_max = positive(int(opts.doc_probe_max), "--doc-probe-max", PROBE_START)
         text = document_text(seed, "contract", 0, probe_max + 1000)
@@ -173,7 +171,7 @@ def prompt_count(record: RequestRecord) -> tuple[str | None, float | None]:
     return ("short" if short else "whole"), billed / sent * 100.0
 
 
-def validate(opts: Any) -> None:
+def validate(opts: Options) -> None:
     if opts.doc_mode not in DOC_MODES:
         raise ConfigError(f"--doc-mode must be one of {', '.join(DOC_MODES)}, got {opts.doc_mode!r}")
     parse_ints(opts.doc_tokens, "--doc-tokens", minimum=100)

@@ -29,6 +29,7 @@ from loadlib.records import tokens
 from loadlib.records.record import RequestRecord
 from loadlib.scenarios.base import ScenarioSpec, ScenarioUser, message_tokens, parse_range, positive
 from loadlib.scenarios.conversation import Dialogue, sweep_sizes
+from loadlib.settings import Options
 
 NAME = "support_chat"
 SLO = ("ttft p95 < 150ms", "error_rate < 1%")
@@ -45,7 +46,7 @@ class ChatContext:
     max_tokens: int | None
 
 
-def _signature(opts: Any) -> tuple[Any, ...]:
+def _signature(opts: Options) -> tuple[Any, ...]:
     return (
         opts.chat_turns,
         opts.chat_conversations,
@@ -59,7 +60,7 @@ def _signature(opts: Any) -> tuple[Any, ...]:
     )
 
 
-def build_context(opts: Any) -> ChatContext:
+def build_context(opts: Options) -> ChatContext:
     turns = positive(int(opts.chat_turns), "--chat-turns")
     count = positive(int(opts.chat_conversations), "--chat-conversations")
     system_size = positive(int(opts.chat_system_tokens), "--chat-system-tokens")
@@ -78,7 +79,7 @@ def build_context(opts: Any) -> ChatContext:
     )
 
 
-def validate(opts: Any) -> None:
+def validate(opts: Options) -> None:
     if opts.chat_data_file:
         data.conversations(0, 1, 1, "", str(opts.chat_data_file))
     sweep_sizes(opts.chat_sweep)

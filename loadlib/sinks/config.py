@@ -56,9 +56,25 @@ class InfluxConfig:
     password: str | None = field(default=None, repr=False)
 
 
-def _number(options: Any, name: str, kind: type, flag: str, *, allow_zero: bool = False) -> Any:
+@dataclass(frozen=True)
+class InfluxOptions:
+    """The sink's options as given (--influx-*; loadlib.settings makes them from the run's options), before
+    validation."""
+
+    url: str
+    api: str
+    db: str
+    rp: str
+    org: str
+    bucket: str
+    buffer: int
+    batch: int
+    flush_interval: float
+    close_timeout: float
+
+
+def _number(raw: Any, kind: type, flag: str, *, allow_zero: bool = False) -> Any:
     """A numeric option (the web UI may hand it over as a string), > 0, or >= 0 when `allow_zero`."""
-    raw = getattr(options, name)
     try:
         value = kind(raw)
     except (TypeError, ValueError):
@@ -68,25 +84,25 @@ def _number(options: Any, name: str, kind: type, flag: str, *, allow_zero: bool 
     return value
 
 
-def config_from_options(options: Any, environ: Mapping[str, str] | None = None) -> InfluxConfig | None:
+def config_from_options(options: InfluxOptions, environ: Mapping[str, str] | None = None) -> InfluxConfig | None:
     """The sink configuration, None when --influx-url is empty; raises ConfigError (one line) when it is invalid."""
     env = os.environ if environ is None else environ
-    url = (getattr(options, "influx_url", "") or "").strip()
+    url = (options.url or "").strip()
     if not url:
         return None
     try:
         url = validate_url(url)
     except ValueError as exc:
         raise ConfigError(f"--influx-url: {exc}") from None
-    api = (getattr(options, "influx_api", "v2") or "v2").strip().lower()
+    api = (options.api or "v2").strip().lower()
     if api not in ("v1", "v2"):
         raise ConfigError(f"--influx-api must be v1 or v2, got {api!r}")
-    buffer = _number(options, "influx_buffer", int, "--influx-buffer")
-    batch = _number(options, "influx_batch", int, "--influx-batch")
+    buffer = _number(options.buffer, int, "--influx-buffer")
+    batch = _number(options.batch, int, "--influx-batch")
     if batch > buffer:
         raise ConfigError(f"--influx-batch ({batch}) must not exceed --influx-buffer ({buffer})")
-    flush = _number(options, "influx_flush_interval", float, "--influx-flush-interval")
-    close_timeout = _number(options, "influx_close_timeout", float, "--influx-close-timeout", allow_zero=True)
+    flush = _number(options.flush_interval, float, "--influx-flush-interval")
+    close_timeout = _number(options.close_timeout, float, "--influx-close-timeout", allow_zero=True)
     common: dict[str, Any] = {
         "url": url,
         "api": api,
@@ -97,8 +113,8 @@ def config_from_options(options: Any, environ: Mapping[str, str] | None = None) 
     }
     if api == "v2":
         token = env.get(ENV_TOKEN, "")
-        org = (getattr(options, "influx_org", "") or "").strip()
-        bucket = (getattr(options, "influx_bucket", "") or "").strip()
+        org = (options.org or "").strip()
+        bucket = (options.bucket or "").strip()
         if not token:
             raise ConfigError(f"--influx-api v2 needs the token in the environment variable {ENV_TOKEN}")
         if not org:
@@ -113,13 +129,13 @@ def config_from_options(options: Any, environ: Mapping[str, str] | None = None) 
                 "or use --influx-api v1"
             ) from None
         return InfluxConfig(org=org, bucket=bucket, token=token, **common)
-    database = (getattr(options, "influx_db", "") or "").strip()
+    database = (options.db or "").strip()
     if not database:
         raise ConfigError("--influx-api v1 needs --influx-db")
     user, password = env.get(ENV_USER, ""), env.get(ENV_PASSWORD, "")
     if bool(user) != bool(password):
         raise ConfigError(f"set both {ENV_USER} and {ENV_PASSWORD}, or neither")
-    rp = (getattr(options, "influx_rp", "") or "").strip() or None
+    rp = (options.rp or "").strip() or None
     return InfluxConfig(database=database, rp=rp, username=user or None, password=password or None, **common)
 
 

@@ -117,12 +117,14 @@ def _call_on(conn):
 
 
 def test_the_head_cap_option_is_checked_like_the_others():
-    from loadlib.config import limits_from_options
+    from types import SimpleNamespace
+
     from loadlib.errors import ConfigError
+    from loadlib.settings import limits_of, resolve
 
     with pytest.raises(ConfigError, match="--llm-max-head-kb must be at least 1"):
         Limits(head=512)
-    options = type("Options", (), {"llm_max_line_mb": 4, "llm_max_event_mb": 8, "llm_max_response_mb": 128})()
-    assert limits_from_options(options).head == 64 << 10
+    options = SimpleNamespace(llm_max_line_mb=4, llm_max_event_mb=8, llm_max_response_mb=128)
+    assert limits_of(resolve(options)).head == 64 << 10
     options.llm_max_head_kb = 16
-    assert limits_from_options(options).head == 16 << 10
+    assert limits_of(resolve(options)).head == 16 << 10

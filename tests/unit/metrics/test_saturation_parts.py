@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from loadlib.locust.health import HealthSampler, Reading
 from loadlib.locust.parts import HealthPart
 from loadlib.metrics.saturation import CPU_BOUND, MACHINE_BUSY, MEASURED, STALL, STARTUP, STOP, WindowSamples
+from loadlib.settings import resolve
 
 
 def sampler() -> tuple[HealthSampler, list[dict]]:
@@ -48,7 +49,7 @@ def test_each_worker_judges_its_own_window_and_the_master_merges() -> None:
     quiet._second([(STARTUP, 95.0)] + [(MEASURED, 1.0)] * 9, Reading(4.0, 1.0, 0.0, 100.0, 2))
     busy._second([(MEASURED, 80.0)] * 10, Reading(4.0, 70.0, 0.0, 190.0, 2))
     part = HealthPart()
-    part.start(SimpleNamespace(options=SimpleNamespace(), generates_load=False))
+    part.start(SimpleNamespace(options=resolve(None), generates_load=False))
     part.merge(quiet.take(), "w1")
     part.merge(busy.take(), "w2")
     summary: dict = {"total": {}}

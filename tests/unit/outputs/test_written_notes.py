@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from loadlib.locust.install import _write_outputs
+from loadlib.settings import resolve
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -19,7 +20,7 @@ def summary() -> dict[str, Any]:
 
 def context(**paths: str) -> Any:
     options = {"llm_junit": "", "llm_markdown": "", "llm_summary": "", "llm_report": "", **paths}
-    return SimpleNamespace(options=SimpleNamespace(**options), redact=lambda text: text)
+    return SimpleNamespace(options=resolve(SimpleNamespace(**options)), redact=lambda text: text)
 
 
 def test_junit_markdown_and_summary_each_print_where_they_were_written(tmp_path: Path, monkeypatch: Any) -> None:

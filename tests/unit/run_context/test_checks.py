@@ -12,9 +12,10 @@ from loadlib.locust.checks import check_endpoint, check_output_path, check_run
 
 def parsed(*args: str):
     """Locust monkey-patches the process on import: imported when a test runs, not when pytest collects."""
+    from loadlib.settings import resolve
     from tests.support.locust_env import parsed as parse
 
-    return parse(*args)
+    return resolve(parse(*args))
 
 
 def test_an_output_under_a_file_or_at_a_directory_is_refused(tmp_path: Path) -> None:

@@ -7,14 +7,17 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from loadlib.locust.handshake import MEASURED, fingerprint, loadlib_version, locustfile_digest, mismatch
+from loadlib.settings import Options, resolve
 
 ROOT = Path(__file__).resolve().parents[3]
 CHAT = str(ROOT / "locustfiles" / "chat.py")
 
 
-def options(**given: object) -> SimpleNamespace:
+def options(**given: object) -> Options:
     base = {k: None for k in MEASURED}
-    return SimpleNamespace(locustfile=CHAT, **{**base, "llm_provider": "openai", "llm_model": "mock-llm", **given})
+    return resolve(
+        SimpleNamespace(locustfile=CHAT, **{**base, "llm_provider": "openai", "llm_model": "mock-llm", **given})
+    )
 
 
 def test_identical_nodes_and_a_worker_without_options_match() -> None:

@@ -10,13 +10,19 @@ from types import SimpleNamespace
 import pytest
 
 from loadlib.locust import progress
+from loadlib.settings import resolve
 
 
 class Node:
     """What the display reads of a run context before the test starts (a RunContext is weakly referenced too)."""
 
     def __init__(self, worker: bool, options: dict[str, object]) -> None:
-        self.options, self.is_worker = SimpleNamespace(**options), worker
+        self.namespace, self.is_worker = SimpleNamespace(**options), worker
+        self.options = resolve(self.namespace)
+
+    def amend(self, **values: object) -> None:
+        vars(self.namespace).update(values)
+        self.options = resolve(self.namespace)
 
 
 def node(worker: bool = False, **options: object) -> Node:
@@ -38,14 +44,14 @@ def node(worker: bool = False, **options: object) -> Node:
 def test_prepare_turns_locusts_table_off_when_ours_replaces_it(options: dict, quiet: bool) -> None:
     ctx = node(**options)
     progress.prepare(ctx)
-    assert ctx.options.only_summary is quiet
+    assert ctx.options.locust.only_summary is quiet
 
 
 def test_a_worker_keeps_its_options_and_shows_nothing() -> None:
     ctx = node(worker=True)
     progress.prepare(ctx)
     progress.start(ctx)
-    assert ctx.options.only_summary is False and ctx not in progress._DISPLAYS
+    assert ctx.options.locust.only_summary is False and ctx not in progress._DISPLAYS
     progress.stop(ctx)  # nothing to stop: no error
 
 

@@ -11,6 +11,7 @@ from loadlib.errors import ConfigError
 from loadlib.histogram import Histogram
 from loadlib.locust.parts import HealthPart, StatsPart
 from loadlib.locust.weblogin import credentials, matches
+from loadlib.settings import resolve
 from tests.support.records import make_record
 
 
@@ -36,7 +37,7 @@ def test_each_worker_gets_its_own_saturation_verdict() -> None:
 
 
 def test_the_master_keeps_a_timeline_and_workers_do_not() -> None:
-    node = SimpleNamespace(options=SimpleNamespace(llm_request_slo=""), is_worker=False, user_count=lambda: 3)
+    node = SimpleNamespace(options=resolve(None), is_worker=False, user_count=lambda: 3)
     master, worker = StatsPart(), StatsPart()
     master.start(node)
     worker.start(SimpleNamespace(**{**vars(node), "is_worker": True}))

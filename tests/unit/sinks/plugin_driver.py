@@ -18,6 +18,7 @@ from loadlib.errors import ConfigError, ErrorClass
 from loadlib.locust import install as wiring
 from loadlib.locust.context import context
 from loadlib.records.record import RequestRecord
+from loadlib.settings import influx_options, resolve
 from loadlib.sinks.config import config_from_options
 from tests.support.locust_env import FakeMasterRunner, FakeWorkerRunner
 
@@ -166,7 +167,7 @@ def config_errors() -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for name, (overrides, environ) in cases.items():
         try:
-            cfg = config_from_options(SimpleNamespace(**{**base, **overrides}), environ)
+            cfg = config_from_options(influx_options(resolve(SimpleNamespace(**{**base, **overrides}))), environ)
             out[name] = None if cfg is None else f"ok {cfg.api} {cfg!r}"
         except ConfigError as exc:
             out[name] = f"error {exc}"

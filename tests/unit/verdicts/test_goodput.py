@@ -4,6 +4,7 @@ ground truth."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -12,6 +13,7 @@ from loadlib.errors import ConfigError, ErrorClass
 from loadlib.locust.verdict_part import thresholds_from_options
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table
+from loadlib.settings import resolve
 from loadlib.verdicts.evaluate import evaluate
 from loadlib.verdicts.goodput import parse_request_slo
 from loadlib.verdicts.thresholds import parse
@@ -84,8 +86,7 @@ def test_good_requests_merge_exactly_across_workers_and_judge_as_a_share() -> No
 
 
 def test_a_goodput_threshold_without_a_request_slo_is_refused_before_load() -> None:
-    opts = SimpleNamespace(llm_threshold="goodput >= 95%", llm_thresholds_file="", llm_request_slo="")
+    opts = resolve(SimpleNamespace(llm_threshold="goodput >= 95%", llm_thresholds_file="", llm_request_slo=""))
     with pytest.raises(ConfigError, match="needs a per-request SLO"):
         thresholds_from_options(opts)
-    opts.llm_request_slo = "ttft <= 1s"
-    assert [t.metric for t in thresholds_from_options(opts)] == ["goodput"]
+    assert [t.metric for t in thresholds_from_options(replace(opts, llm_request_slo="ttft <= 1s"))] == ["goodput"]

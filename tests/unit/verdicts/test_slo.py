@@ -9,6 +9,7 @@ import pytest
 
 from loadlib.errors import ConfigError
 from loadlib.locust.verdict_part import thresholds_from_options
+from loadlib.settings import Options, resolve
 from loadlib.verdicts.evaluate import evaluate
 from loadlib.verdicts.slo import applicable, combine, scenario_defaults
 from loadlib.verdicts.thresholds import parse
@@ -19,8 +20,8 @@ SLOS = {
 }
 
 
-def options(threshold: str = "", switch: str = "on") -> SimpleNamespace:
-    return SimpleNamespace(llm_threshold=threshold, llm_thresholds_file="", scenario_slo=switch)
+def options(threshold: str = "", switch: str = "on") -> Options:
+    return resolve(SimpleNamespace(llm_threshold=threshold, llm_thresholds_file="", scenario_slo=switch))
 
 
 def test_defaults_get_the_scenario_tag_where_the_metric_takes_tags() -> None:
