@@ -406,6 +406,13 @@ OPTIONS: tuple[Option, ...] = (
         0.2,
         "Share of cases sent twice in a row to check that temperature-0 answers are identical.",
     ),
+    _o(
+        "--compliance-plain-share",
+        COMPLIANCE,
+        0.0,
+        "Share of cases sent a second time asking for the same findings as plain prose, to measure what the JSON "
+        "structure costs in output tokens, money and latency (scenarios.compliance.amplification).",
+    ),
     _o("--compliance-max-tokens", COMPLIANCE, 1024, "max_tokens of the JSON findings."),
     _o("--compliance-data-file", COMPLIANCE, "", "JSONL of cases instead of generated ones.", web_ui=False),
     _o(

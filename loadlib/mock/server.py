@@ -439,7 +439,8 @@ class MockServer:
         if variant:
             rec.text_offset = offset_of(chash, self.seed, variant)
         out_seed = output_seed(chash, variant, self.seed)
-        pieces, json_headers = structured_answer(call.api, call.body, tool, call.cfg, out_seed)
+        pieces, json_headers = structured_answer(call.api, call.body, tool, call.cfg, out_seed, call.max_tokens)
+        rec.structured = pieces is not None
         plan = make_plan(
             call.cfg, call.max_tokens, self.rng, prompt_tokens, len(pieces) if pieces is not None else None
         )

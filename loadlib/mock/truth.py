@@ -58,6 +58,7 @@ class TruthRecord:
         "request_id",
         "status",
         "stream",
+        "structured",
         "text_offset",
         "tokens_per_event",
     )
@@ -70,6 +71,7 @@ class TruthRecord:
         self.client_request_id: str | None = None
         self.model = ""
         self.stream = False
+        self.structured = False  # answered with JSON (a schema, JSON mode or a forced tool)
         self.status = 0
         self.fault = "none"
         self.outcome = "pending"  # pending | complete | dropped | client_closed | error
@@ -132,6 +134,7 @@ class TruthRecord:
             "api": self.api,
             "model": self.model,
             "stream": self.stream,
+            "structured": self.structured,
             "status": self.status,
             "fault": self.fault,
             "outcome": self.outcome,

@@ -63,8 +63,9 @@ class MockConfig:
 
     Request-dependent realism: TTFT grows by `ttft_per_1k_prompt_ms` per 1,000 (billed) prompt tokens; a prompt
     longer than `truncate_to` (> 0) is silently cut and billed at that many tokens; structured-output requests get
-    schema-valid JSON at `json_valid_rate`; `nondeterminism_rate` is the share of requests whose output differs from
-    what the same request gets otherwise (the output is a function of the request content); a streamed usage
+    schema-valid JSON at `json_valid_rate`, `structured_ratio` (> 0) times as long as the request's prose answer;
+    `nondeterminism_rate` is the share of requests whose output differs from what the same request gets otherwise
+    (the output is a function of the request content); a streamed usage
     reports the completion tokens sent times `usage_completion_scale` (1.5: a server that over-counts by 50 %).
 
     As if behind an LLM gateway: the terminal events of a stream go out `terminal_delay_ms` after the last output
@@ -92,6 +93,7 @@ class MockConfig:
     ttft_per_1k_prompt_ms: float = 0.0
     truncate_to: int = 0
     json_valid_rate: float = 1.0
+    structured_ratio: float = 0.0
     nondeterminism_rate: float = 0.0
     usage_completion_scale: float = 1.0
     terminal_delay_ms: float = 0.0
@@ -177,6 +179,7 @@ CONVERTERS: dict[str, Callable[[str], Any]] = {
     "ttft_per_1k_prompt_ms": _float("ttft_per_1k_prompt_ms"),
     "truncate_to": _number("truncate_to", int, 0),
     "json_valid_rate": _float("json_valid_rate", 1.0),
+    "structured_ratio": _float("structured_ratio", 100.0),
     "nondeterminism_rate": _float("nondeterminism_rate", 1.0),
     "usage_completion_scale": _float("usage_completion_scale", 100.0),
     "terminal_delay_ms": _float("terminal_delay_ms"),
