@@ -23,12 +23,12 @@ def _both(a: float | None, b: float | None) -> bool:
     return a is not None and b is not None
 
 
-def pair(r: ScenarioResults, depth: int, structured: RequestRecord, plain: RequestRecord) -> None:
-    """Count one pair whose two answers succeeded with output token counts."""
+def pair(r: ScenarioResults, depth: int, structured: RequestRecord, plain: RequestRecord) -> bool:
+    """Count one pair whose two answers succeeded with output token counts; False (not counted) otherwise."""
     if structured.status != ErrorClass.OK or plain.status != ErrorClass.OK:
-        return
+        return False
     if not _both(structured.completion_tokens, plain.completion_tokens):
-        return
+        return False
 
     def add(name: str, n: float) -> None:
         r.count(key(*PREFIX, depth, name), round(n))
@@ -46,6 +46,7 @@ def pair(r: ScenarioResults, depth: int, structured: RequestRecord, plain: Reque
             add(f"{name}_timed", 1)
             add(f"json_{name}_us", a * MICRO)
             add(f"plain_{name}_us", b * MICRO)
+    return True
 
 
 def _ratio(a: int, b: int) -> float | None:

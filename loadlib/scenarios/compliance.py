@@ -23,6 +23,7 @@ from loadlib import data
 from loadlib.data import ComplianceCase
 from loadlib.errors import ConfigError
 from loadlib.locust.parts import NodePart
+from loadlib.locust.sink_part import SinkPart
 from loadlib.metrics import amplification
 from loadlib.metrics import compliance_results as results
 from loadlib.outputs.audit import audit_line, output_digest
@@ -158,7 +159,8 @@ class ComplianceUser(ScenarioUser):
         depth = schema_depth(case.schema)
 
         def counted(record: RequestRecord, result: StreamResult | None) -> None:
-            amplification.pair(self.found, depth, structured, record)
+            if amplification.pair(self.found, depth, structured, record):
+                self.run_context.part(SinkPart).amplification(depth, structured, record)
 
         self.chat(
             [{"role": "system", "content": policy}, {"role": "user", "content": case.case}],

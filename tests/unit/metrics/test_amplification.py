@@ -56,3 +56,19 @@ def test_depths_are_reported_apart_when_there_are_several_and_merge_across_worke
     assert got is not None and got["output_tokens_ratio"] == 2.25 and got["cost_ratio"] is None
     assert [(d["depth"], d["output_tokens_ratio"]) for d in got["by_depth"]] == [(1, 1.5), (3, 3.0)]
     assert len(amplification.render(got)) == 3 and amplification.summarize(ScenarioResults()) is None
+
+
+def test_the_section_follows_the_published_schema() -> None:
+    import json
+    from pathlib import Path
+
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((Path(__file__).resolve().parents[3] / "schemas" / "summary-v1.schema.json").read_text())
+    comp = schema["$defs"]["scenarios"]["properties"]["compliance"]["properties"]["amplification"]
+    r = ScenarioResults()
+    amplification.pair(r, 1, rec(150, 0.1, 10.0, 20.0), rec(100, 0.05, 10.0, 20.0))
+    amplification.pair(r, 3, rec(300, 0.2, 10.0, 20.0), rec(100, 0.05, 10.0, 20.0))
+    got = amplification.summarize(r)
+    Draft202012Validator(comp).validate(got)
+    assert not Draft202012Validator(comp).is_valid({**(got or {}), "pairs": "2"})

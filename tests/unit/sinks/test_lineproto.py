@@ -401,3 +401,14 @@ def test_drill_figures_that_are_missing_are_omitted() -> None:
     }
     _, _, fields, _ = parse_line(lp.drill_line("r", 1, "e", "f", {}, TS))
     assert fields == {"user_requests": ("int", 0)}
+
+
+def test_amplification_point() -> None:
+    structured = make_record(completion_tokens=211, cost_usd=0.002, ttft_ms=60.0, e2e_ms=300.0, start_unix_ns=TS)
+    plain = make_record(completion_tokens=100, cost_usd=None, ttft_ms=50.0, e2e_ms=150.0)
+    m, tags, fields, ts = parse_line(lp.amplification_line("r", "w1", 3, structured, plain))
+    assert m == "llm_amplification" and ts == TS
+    assert tags == {"depth": "3", "run_id": "r", "scenario": structured.scenario, "worker": "w1"}
+    assert fields["json_output_tokens"] == ("int", 211) and fields["plain_output_tokens"] == ("int", 100)
+    assert fields["json_e2e_ms"] == ("float", 300.0) and "plain_cost_usd" not in fields
+    assert_schema_types(m, tags, fields)
