@@ -36,6 +36,7 @@ from typing import Any
 
 from loadlib.errors import ErrorClass
 from loadlib.histogram import Histogram, record_many_into
+from loadlib.providers import registry
 from loadlib.records.build import DEVIATION_LIMIT_PCT, deviation_pct
 from loadlib.records.record import TIMING_FIELDS, RequestRecord
 
@@ -61,6 +62,7 @@ COUNTERS = (
     "prompt_tokens_total",
     "completion_tokens_total",
     "cached_prompt_tokens_total",
+    "cache_reported_prompt_tokens_total",
     "priced",
     "unpriced",
     "prompt_dev_over_10pct",
@@ -78,6 +80,7 @@ class LLMStatsEntry:
     """Statistics of one (scenario, endpoint) key, or of all keys (the total entry)."""
 
     __slots__ = (
+        "cache_reported_prompt_tokens_total",
         "cached_prompt_tokens_total",
         "cancelled",
         "completion_dev_over_10pct",
@@ -127,6 +130,7 @@ class LLMStatsEntry:
     prompt_tokens_total: int
     completion_tokens_total: int
     cached_prompt_tokens_total: int
+    cache_reported_prompt_tokens_total: int  # whole prompts (cached included) of attempts that reported a cached count
     priced: int
     unpriced: int
     prompt_dev_over_10pct: int
@@ -353,6 +357,8 @@ def _add_totals(
         e.completion_tokens_total += completion
     if cached is not None:
         e.cached_prompt_tokens_total += cached
+        if prompt is not None:
+            e.cache_reported_prompt_tokens_total += prompt + (0 if registry.cached_included(r.provider) else cached)
     if cost is not None:
         e.cost_usd += cost
         e.priced += 1
