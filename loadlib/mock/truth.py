@@ -56,6 +56,7 @@ class TruthRecord:
         "prompt_tokens",
         "reported_prompt_tokens",
         "request_id",
+        "response_cache",
         "status",
         "stream",
         "structured",
@@ -71,6 +72,7 @@ class TruthRecord:
         self.client_request_id: str | None = None
         self.model = ""
         self.stream = False
+        self.response_cache: str | None = None  # hit | miss; None without a response cache
         self.structured = False  # answered with JSON (a schema, JSON mode or a forced tool)
         self.status = 0
         self.fault = "none"
@@ -135,6 +137,7 @@ class TruthRecord:
             "model": self.model,
             "stream": self.stream,
             "structured": self.structured,
+            "response_cache": self.response_cache,
             "status": self.status,
             "fault": self.fault,
             "outcome": self.outcome,

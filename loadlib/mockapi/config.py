@@ -68,6 +68,9 @@ class MockConfig:
     (the output is a function of the request content); a streamed usage
     reports the completion tokens sent times `usage_completion_scale` (1.5: a server that over-counts by 50 %).
 
+    `response_cache` ("model+messages+temperature+header:x-team"; empty: none) plays a gateway's response cache keyed
+    on those body fields and headers: a request whose key was seen is answered at once with `x-cache: HIT`.
+
     As if behind an LLM gateway: the terminal events of a stream go out `terminal_delay_ms` after the last output
     event; `usage_prompt` "sent" reports the prompt tokens as sent even when truncation billed fewer (a gateway that
     counts the prompt itself). `quote_canary` "kept" begins the answer with a long-document canary's code when the
@@ -94,6 +97,7 @@ class MockConfig:
     truncate_to: int = 0
     json_valid_rate: float = 1.0
     structured_ratio: float = 0.0
+    response_cache: str = ""
     nondeterminism_rate: float = 0.0
     usage_completion_scale: float = 1.0
     terminal_delay_ms: float = 0.0
@@ -158,6 +162,18 @@ def _choice(key: str, choices: tuple[str, ...]) -> Callable[[str], str]:
     return convert
 
 
+def _fields(key: str) -> Callable[[str], str]:
+    """A `+`-joined list of body fields and `header:NAME` parts (the response cache's key), or empty."""
+
+    def convert(text: str) -> str:
+        value = text.strip().lower()
+        if not re.fullmatch(r"[a-z0-9_:\-+]*", value) or "++" in value or value.startswith("+") or value.endswith("+"):
+            raise MockConfigError(f"{key} must be fields and header:NAME joined by '+', got {text!r}")
+        return value
+
+    return convert
+
+
 def _float(key: str, maximum: float | None = None) -> Callable[[str], float]:
     return _number(key, float, 0.0, maximum)
 
@@ -180,6 +196,7 @@ CONVERTERS: dict[str, Callable[[str], Any]] = {
     "truncate_to": _number("truncate_to", int, 0),
     "json_valid_rate": _float("json_valid_rate", 1.0),
     "structured_ratio": _float("structured_ratio", 100.0),
+    "response_cache": _fields("response_cache"),
     "nondeterminism_rate": _float("nondeterminism_rate", 1.0),
     "usage_completion_scale": _float("usage_completion_scale", 100.0),
     "terminal_delay_ms": _float("terminal_delay_ms"),
