@@ -1,5 +1,5 @@
 """The run report's scenario tables, from the summary (pure): what the scenarios found beyond latency that reads
-best as a table (structured-output amplification). Nothing when the run had none."""
+best as a table (structured-output amplification, what busts the cache). Nothing when the run had none."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from loadlib.metrics import amplification
+from loadlib.metrics import cache_probe_results as probe
 from loadlib.reports.html import section, table
 from loadlib.reports.run_summary import para
 
@@ -15,7 +16,8 @@ def scenario_sections(summary: Mapping[str, Any] | None) -> list[str]:
     """The report's sections of scenario tables present in the summary."""
     scenarios = (summary or {}).get("scenarios") or {}
     amp = (scenarios.get("compliance") or {}).get("amplification")
-    return [_amplification(amp)] if amp else []
+    busts = scenarios.get("cache_probe")
+    return [*([_amplification(amp)] if amp else []), *([_cache_probe(busts)] if busts else [])]
 
 
 def _amplification(amp: Mapping[str, Any]) -> str:
@@ -26,3 +28,18 @@ def _amplification(amp: Mapping[str, Any]) -> str:
     )
     rows = table(amplification.TABLE_HEADER, amplification.table_rows(dict(amp)), [False, *[True] * 6])
     return section("Structured-output amplification", note, rows)
+
+
+def _cache_probe(found: Mapping[str, Any]) -> str:
+    note = para(
+        f"{found['rounds']} rounds of a fresh shared prefix, cold first, then one request per variation. "
+        "Response-cache hits from the gateway's headers"
+        + (" (none came: inferred from a TTFT collapse)" if found["response_cache_source"] == "inferred" else "")
+        + "; the prompt-cache share over the requests that reached the model; savings against the cold request."
+    )
+    lines = [
+        para(f"Busts the {layer.replace('_', ' ')}: " + ("not seen" if b is None else ", ".join(b) or "nothing"))
+        for layer, b in found["busts"].items()
+    ]
+    rows = table(probe.TABLE_HEADER, probe.table_rows(dict(found)), [False, True, False, False, True, True])
+    return section("What busts the cache", note, rows, *lines)

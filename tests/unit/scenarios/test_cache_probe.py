@@ -69,3 +69,19 @@ def test_layers_without_a_sign_are_not_judged() -> None:
     got = res.summarize(r, {})
     assert got is not None and got["busts"] == {"prompt_cache": None, "response_cache": None}
     assert "busts the prompt cache: not seen" in "\n".join(res.render(got))
+
+
+def test_the_section_follows_the_published_schema() -> None:
+    import json
+    from pathlib import Path
+
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((Path(__file__).resolve().parents[3] / "schemas" / "summary-v1.schema.json").read_text())
+    validator = Draft202012Validator(schema["$defs"]["scenarios"]["properties"]["cache_probe"])
+    r = ScenarioResults()
+    probe(r, res.WARMUP, 0, 0, 4000, 400_000, 4000)
+    probe(r, "none", 4, 0, 0, 4_000, 0)
+    got = res.summarize(r, {})
+    validator.validate(got)
+    assert not validator.is_valid({**(got or {}), "busts": {"prompt_cache": "none"}})
