@@ -101,8 +101,9 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v * 100:.1f} %"
 
 
-def _verdict(name: str, busted: list[str] | None) -> str:
-    return "-" if busted is None else ("BUSTS" if name in busted else "kept")
+def _verdict(name: str, busted: list[str] | None, measured: bool = True) -> str:
+    """What the table says beside a figure: nothing for a layer not seen or a figure not measured."""
+    return "" if busted is None or not measured else (" BUSTS" if name in busted else " kept")
 
 
 def table_rows(section: dict[str, Any]) -> list[list[str]]:
@@ -112,8 +113,9 @@ def table_rows(section: dict[str, Any]) -> list[list[str]]:
         [
             v["name"],
             num(v["requests"]),
-            f"{num(v['response_cache_hits'])} {_verdict(v['name'], busts['response_cache'])}",
-            f"{_pct(v['prompt_cache_hit_share'])} {_verdict(v['name'], busts['prompt_cache'])}",
+            num(v["response_cache_hits"]) + _verdict(v["name"], busts["response_cache"]),
+            _pct(v["prompt_cache_hit_share"])
+            + _verdict(v["name"], busts["prompt_cache"], v["prompt_cache_hit_share"] is not None),
             num(v["ttft_saved_ms"]),
             "-" if v["cost_saved_usd"] is None else f"{v['cost_saved_usd']:.6f}",
         ]
