@@ -36,7 +36,6 @@ from typing import Any
 
 from loadlib.errors import ErrorClass
 from loadlib.histogram import Histogram, record_many_into
-from loadlib.providers import registry
 from loadlib.records.build import DEVIATION_LIMIT_PCT, deviation_pct
 from loadlib.records.record import TIMING_FIELDS, RequestRecord
 
@@ -357,8 +356,7 @@ def _add_totals(
         e.completion_tokens_total += completion
     if cached is not None:
         e.cached_prompt_tokens_total += cached
-        if prompt is not None:
-            e.cache_reported_prompt_tokens_total += prompt + (0 if registry.cached_included(r.provider) else cached)
+        e.cache_reported_prompt_tokens_total += r.cache_reported_prompt_tokens or 0
     if cost is not None:
         e.cost_usd += cost
         e.priced += 1

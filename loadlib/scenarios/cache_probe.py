@@ -20,7 +20,6 @@ from loadlib.errors import ConfigError, ErrorClass
 from loadlib.metrics import cache_probe_results as results
 from loadlib.metrics.cache_probe_results import NAME, WARMUP
 from loadlib.metrics.scenarios import key
-from loadlib.providers import registry
 from loadlib.providers.base import StreamResult
 from loadlib.records.record import RequestRecord
 from loadlib.scenarios import cache_variations as cv
@@ -127,7 +126,6 @@ def count_request(user: CacheProbeUser, name: str, record: RequestRecord, cold_t
     hit = said if said is not None else inferred
     if hit or record.cost_usd is not None:
         results.count(found, name, costed=1, cost_nusd=0 if hit else (record.cost_usd or 0) * results.NANO)
-    cached, prompt = record.cached_prompt_tokens, record.prompt_tokens
-    if not hit and cached is not None and prompt is not None:
-        whole = prompt + (0 if registry.cached_included(record.provider) else cached)
-        results.count(found, name, cached_tokens=cached, whole_prompt_tokens=whole)
+    whole = record.cache_reported_prompt_tokens
+    if not hit and whole is not None and record.prompt_tokens is not None:
+        results.count(found, name, cached_tokens=record.cached_prompt_tokens or 0, whole_prompt_tokens=whole)

@@ -42,6 +42,7 @@ REQUEST_FIELDS: dict[str, str] = {
     "prompt_tokens_est": "int",
     "completion_tokens_est": "int",
     "cached_prompt_tokens": "int",
+    "cache_reported_prompt_tokens": "int",
     "reasoning_tokens": "int",
     "output_tokens": "int",
     "cost_usd": "float",
@@ -240,6 +241,9 @@ def request_line(record: RequestRecord, run_id: str = "", worker: str = "") -> s
         n = getattr(r, name)
         if n is not None:
             add(f"{name}={int(n)}i")
+    whole = r.cache_reported_prompt_tokens
+    if whole is not None:
+        add(f"cache_reported_prompt_tokens={int(whole)}i")
     if r.output_tokens is not None:  # the server's count, else our estimate
         add(f"output_tokens={int(r.output_tokens)}i")
     v = r.cost_usd

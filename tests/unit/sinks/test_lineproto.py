@@ -127,6 +127,7 @@ def test_full_request_point_has_every_value_with_its_fixed_type() -> None:
         "prompt_tokens_est": 118,
         "completion_tokens_est": 40,
         "cached_prompt_tokens": 64,
+        "cache_reported_prompt_tokens": 120,  # OpenAI: the cached tokens are inside the prompt
         "reasoning_tokens": 7,
         "output_tokens": 41,
         "cost_usd": 0.000123,
@@ -412,3 +413,11 @@ def test_amplification_point() -> None:
     assert fields["json_output_tokens"] == ("int", 211) and fields["plain_output_tokens"] == ("int", 100)
     assert fields["json_e2e_ms"] == ("float", 300.0) and "plain_cost_usd" not in fields
     assert_schema_types(m, tags, fields)
+
+
+def test_the_whole_prompt_of_an_anthropic_cache_read_adds_the_cached_tokens() -> None:
+    rec = make_record(provider="anthropic", prompt_tokens=10, cached_prompt_tokens=900, start_unix_ns=TS)
+    _, _, fields, _ = parse_line(lp.request_line(rec))
+    assert fields["cache_reported_prompt_tokens"] == ("int", 910)
+    _, _, fields, _ = parse_line(lp.request_line(make_record(prompt_tokens=10, start_unix_ns=TS)))
+    assert "cache_reported_prompt_tokens" not in fields, "no cached count reported: no hit rate to weigh"
