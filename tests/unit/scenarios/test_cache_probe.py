@@ -85,3 +85,15 @@ def test_the_section_follows_the_published_schema() -> None:
     got = res.summarize(r, {})
     validator.validate(got)
     assert not validator.is_valid({**(got or {}), "busts": {"prompt_cache": "none"}})
+
+
+def test_without_any_cache_header_hits_are_inferred_from_a_ttft_collapse() -> None:
+    r = ScenarioResults()
+    res.count(r, res.WARMUP, requests=2, ttft_n=2, ttft_us=400_000)
+    res.count(r, "none", requests=2, inferred_hits=2, ttft_n=2, ttft_us=2_000)
+    res.count(r, "temperature", requests=2, inferred_hits=0, ttft_n=2, ttft_us=380_000)
+    got = res.summarize(r, {})
+    assert got is not None and got["response_cache_source"] == "inferred"
+    assert [v["response_cache_hits"] for v in got["variations"]] == [2, 0]
+    assert got["busts"]["response_cache"] == ["temperature"]
+    assert "busts the response cache (inferred from TTFT collapse): temperature" in "\n".join(res.render(got))
