@@ -30,6 +30,7 @@ DATA = "Scenario data"
 CHAT = "Support chat scenario"
 DOC = "Long-document scenario"
 COMPLIANCE = "Compliance scenario"
+CACHE = "Cache probe scenario"
 SHAPES = "Load shapes (RampShape, StepShape)"
 INFLUX = "InfluxDB sink"
 FAILOVER = "Failover and drills (docs/failover.md)"
@@ -406,6 +407,13 @@ OPTIONS: tuple[Option, ...] = (
         0.2,
         "Share of cases sent twice in a row to check that temperature-0 answers are identical.",
     ),
+    _o(
+        "--compliance-plain-share",
+        COMPLIANCE,
+        0.0,
+        "Share of cases sent a second time asking for the same findings as plain prose, to measure what the JSON "
+        "structure costs in output tokens, money and latency (scenarios.compliance.amplification).",
+    ),
     _o("--compliance-max-tokens", COMPLIANCE, 1024, "max_tokens of the JSON findings."),
     _o("--compliance-data-file", COMPLIANCE, "", "JSONL of cases instead of generated ones.", web_ui=False),
     _o(
@@ -415,6 +423,9 @@ OPTIONS: tuple[Option, ...] = (
         "Audit trail, one JSONL line per request ({run_id} and {worker} are filled in; 'none' turns it off).",
         web_ui=False,
     ),
+    _o("--cache-probe-doc-tokens", CACHE, 2048, "Tokens of the document in the probe's shared prefix."),
+    _o("--cache-probe-variations", CACHE, "all", "Variations each round sends, comma-separated ('all': every one)."),
+    _o("--cache-probe-model-alias", CACHE, "", "Another name of the model for the model_alias variation (none: skip)."),
     # shapes
     _o("--shape-ramp-s", SHAPES, 0.0, "RampShape: seconds to reach the user count (0 = half the run time)."),
     _o("--shape-steps", SHAPES, 5, "StepShape: number of steps."),

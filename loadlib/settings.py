@@ -142,9 +142,13 @@ class Options:
     doc_data_file: str
     compliance_cases: int
     compliance_repeat_share: float
+    compliance_plain_share: float
     compliance_max_tokens: int
     compliance_data_file: str
     audit_file: str
+    cache_probe_doc_tokens: int
+    cache_probe_variations: str
+    cache_probe_model_alias: str
     shape_ramp_s: float
     shape_steps: int
     shape_step_s: float

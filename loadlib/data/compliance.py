@@ -54,10 +54,11 @@ POLICIES = {
         ),
     ),
 }
+JSON_ANSWER = "Answer only with the JSON object the schema describes."
 REVIEW_INSTRUCTIONS = (
     "Review the case below against this policy. Report every rule the case breaks, quoting the evidence "
     "verbatim, with the rule id and a severity. Give the verdict (compliant, violation or needs_review) and a "
-    "risk score from 0 to 100. Answer only with the JSON object the schema describes."
+    "risk score from 0 to 100. " + JSON_ANSWER
 )
 EMAIL_LINES = (
     "As discussed, this fund is a safe bet: you are guaranteed at least {pct}% a year.",

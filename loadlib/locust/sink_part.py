@@ -73,6 +73,10 @@ class SinkPart(NodePart):
         if self.sink is not None:
             self.sink.submit_drill(figures["index"], figures["endpoint"], figures["fault"], figures)
 
+    def amplification(self, depth: int, structured: RequestRecord, plain: RequestRecord) -> None:
+        if self.sink is not None:
+            self.sink.submit_amplification(depth, structured, plain)
+
     def breaker(self, endpoint: str, state: int) -> None:
         if self.sink is not None:
             self.sink.submit_breaker(endpoint, state)

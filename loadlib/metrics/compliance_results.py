@@ -1,4 +1,5 @@
-"""The compliance-review scenario's results: schema validity, determinism of repeats and the audit files, recorded by
+"""The compliance-review scenario's results: schema validity, determinism of repeats, the audit files and the
+structured-output amplification of JSON/plain pairs (loadlib.metrics.amplification), recorded by
 its users (loadlib.scenarios.compliance, review.py) and declared by its ScenarioSpec as `SECTION`. The thresholds
 `schema_valid` and `deterministic` read this section (loadlib.verdicts.thresholds)."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from loadlib.metrics import amplification
 from loadlib.metrics.scenarios import SEP, ScenarioResults, Section, key, num, select, share
 
 
@@ -26,7 +28,8 @@ def summarize(r: ScenarioResults, summary: Mapping[str, Any]) -> dict[str, Any] 
     schema = {k[0]: v for k, v in select(r, "compliance", "schema").items()}
     compare = {k[0]: v for k, v in select(r, "compliance", "compare").items()}
     audit = select(r, "compliance", "audit")
-    if not (schema or compare or audit):
+    amp = amplification.summarize(r)
+    if not (schema or compare or audit or amp):
         return None
     valid, invalid = schema.get("valid", 0), schema.get("invalid", 0)
     matched, differed = compare.get("matched", 0), compare.get("differed", 0)
@@ -40,6 +43,7 @@ def summarize(r: ScenarioResults, summary: Mapping[str, Any]) -> dict[str, Any] 
         "nondeterministic": differed,
         "deterministic_share": share(matched, matched + differed),
         "audit_files": [{"path": SEP.join(k), "lines": n} for k, n in sorted(audit.items())],
+        **({"amplification": amp} if amp else {}),
     }
 
 
@@ -52,6 +56,7 @@ def render(comp: dict[str, Any]) -> list[str]:
         f"{num(valid * 100 if valid is not None else None)} %; deterministic "
         f"{num(det * 100 if det is not None else None)} % of {num(comp['repeat_pairs'])} repeats"
     ]
+    out += amplification.render(comp["amplification"]) if comp.get("amplification") else []
     return out + [f"  audit file: {a['path']} ({num(a['lines'])} lines)" for a in comp.get("audit_files") or []]
 
 

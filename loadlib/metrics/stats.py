@@ -61,6 +61,7 @@ COUNTERS = (
     "prompt_tokens_total",
     "completion_tokens_total",
     "cached_prompt_tokens_total",
+    "cache_reported_prompt_tokens_total",
     "priced",
     "unpriced",
     "prompt_dev_over_10pct",
@@ -78,6 +79,7 @@ class LLMStatsEntry:
     """Statistics of one (scenario, endpoint) key, or of all keys (the total entry)."""
 
     __slots__ = (
+        "cache_reported_prompt_tokens_total",
         "cached_prompt_tokens_total",
         "cancelled",
         "completion_dev_over_10pct",
@@ -127,6 +129,7 @@ class LLMStatsEntry:
     prompt_tokens_total: int
     completion_tokens_total: int
     cached_prompt_tokens_total: int
+    cache_reported_prompt_tokens_total: int  # whole prompts (cached included) of attempts that reported a cached count
     priced: int
     unpriced: int
     prompt_dev_over_10pct: int
@@ -353,6 +356,7 @@ def _add_totals(
         e.completion_tokens_total += completion
     if cached is not None:
         e.cached_prompt_tokens_total += cached
+        e.cache_reported_prompt_tokens_total += r.cache_reported_prompt_tokens or 0
     if cost is not None:
         e.cost_usd += cost
         e.priced += 1

@@ -32,6 +32,12 @@ _SIDE_LATENCIES = (("first_event", "first_event_ms"), ("ttfb", "ttfb_ms"))
 _MODAL = (("ttft", "ttft_ms"), ("e2e", "e2e_ms"))  # checked for separate modes (loadlib.metrics.modes)
 
 
+def cache_hit_rate(cached: int, reported: int) -> float | None:
+    """Cached prompt tokens over the whole prompts of the attempts that reported a cached count (docs/metrics.md,
+    "Prompt-cache hit rate"); None when none did."""
+    return _r(cached / reported, 6) if reported else None
+
+
 def build_summary(
     stats: LLMStats, duration_s: float, saturation: Verdict | None, meta: dict[str, Any], request_slo: str = ""
 ) -> Summary:
@@ -98,6 +104,8 @@ def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> Row:
         "prompt_tokens": e.prompt_tokens_total,
         "completion_tokens": e.completion_tokens_total,
         "cached_prompt_tokens": e.cached_prompt_tokens_total,
+        "cache_reported_prompt_tokens": e.cache_reported_prompt_tokens_total,
+        "cache_hit_rate": cache_hit_rate(e.cached_prompt_tokens_total, e.cache_reported_prompt_tokens_total),
         "cost_usd": cost,
         "cost_per_1k_requests": cost / e.requests * 1000.0 if cost is not None and e.requests else None,
         "unpriced_requests": e.unpriced,

@@ -44,6 +44,8 @@ class Row(TypedDict, total=False):
     prompt_tokens: Required[int]
     completion_tokens: Required[int]
     cached_prompt_tokens: Required[int]
+    cache_reported_prompt_tokens: int
+    cache_hit_rate: float | None
     cost_usd: Required[float | None]
     cost_per_1k_requests: Required[float | None]
     unpriced_requests: Required[int]

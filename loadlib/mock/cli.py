@@ -46,6 +46,10 @@ _HELP = {
     "ttft_per_1k_prompt_ms": "extra TTFT per 1,000 prompt tokens, ms (prefill cost)",
     "truncate_to": "silently cut prompts longer than N tokens and bill only N (0 = never)",
     "json_valid_rate": "share of structured-output requests answered with schema-valid JSON, 0..1",
+    "structured_ratio": "a structured answer is this many times the tokens of the request's prose answer (0: the JSON "
+    "alone); whitespace after the JSON fills it up",
+    "response_cache": "a gateway's response cache keyed on these body fields and header:NAME parts joined by '+' "
+    "(model+messages+temperature+header:x-team; empty: none): a repeat is answered at once, x-cache: HIT",
     "nondeterminism_rate": "share of requests whose output differs from the request's usual output, 0..1",
     "usage_completion_scale": "the streamed usage reports the completion tokens sent times this (1.5: over-counts)",
     "terminal_delay_ms": "a stream's terminal events (finish, usage, [DONE] / message_stop) go out this long after "
@@ -82,6 +86,8 @@ _METAVARS = {
     "fault_rate": "P",
     "retry_after_s": "S",
     "json_valid_rate": "P",
+    "structured_ratio": "X",
+    "response_cache": "KEY",
     "nondeterminism_rate": "P",
     "usage_completion_scale": "X",
     "usage_prompt": "MODE",

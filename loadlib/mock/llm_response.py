@@ -16,7 +16,7 @@ from loadlib.mock.llm_request import LlmCall
 from loadlib.mock.plan import Plan, json_is_valid, reported_prompt_tokens
 from loadlib.mock.prompt import PromptCount
 from loadlib.mock.render import AnthropicStream, OpenAIStream, Stream, anthropic_body, openai_body, status_error, text
-from loadlib.mock.structured import answer_text, requested_schema, token_pieces
+from loadlib.mock.structured import answer_text, padded, requested_schema, token_pieces
 from loadlib.mock.truth import TruthRecord
 from loadlib.mockapi.config import MockConfig
 
@@ -48,15 +48,18 @@ def request_id_headers(api: str, request_id: str) -> list[Header]:
 
 
 def structured_answer(
-    api: str, body: dict[str, Any], tool: str | None, cfg: MockConfig, out_seed: int
+    api: str, body: dict[str, Any], tool: str | None, cfg: MockConfig, out_seed: int, max_tokens: int | None
 ) -> tuple[tuple[str, ...] | None, list[Header]]:
     """The token pieces of a JSON answer when the request asks for one (schema, JSON mode, forced tool) and the
-    header saying whether it was drawn valid; no pieces and no header for a prose answer."""
+    header saying whether it was drawn valid; no pieces and no header for a prose answer. With `structured_ratio`
+    the answer is that many times the prose answer the same request would get (output_tokens, capped)."""
     schema = requested_schema(api, body, tool)
     if schema is None:
         return None, []
     valid = json_is_valid(cfg, out_seed)
-    return token_pieces(answer_text(schema, out_seed, valid)), [("x-mock-json", "valid" if valid else "invalid")]
+    prose = cfg.output_tokens if max_tokens is None else min(cfg.output_tokens, max(0, max_tokens))
+    pieces = padded(token_pieces(answer_text(schema, out_seed, valid)), cfg.structured_ratio, prose)
+    return pieces, [("x-mock-json", "valid" if valid else "invalid")]
 
 
 def variant_headers(variant: int, sent_tokens: int, billed_tokens: int) -> list[Header]:

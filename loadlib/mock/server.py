@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import random
 import sys
@@ -44,6 +45,8 @@ from loadlib.mock.llm_response import (
 from loadlib.mock.plan import STATUS_FAULTS, billed_prompt_tokens, draw_variant, make_plan, output_seed
 from loadlib.mock.prompt import LARGE_PROMPT_BYTES, PromptCount, PromptCounter, content_key, measure
 from loadlib.mock.render import bad_request, content_hash, context_error, offset_of
+from loadlib.mock.response_cache import HEADER as CACHE_HEADER
+from loadlib.mock.response_cache import HIT, HIT_OVERRIDES, ResponseCache, cache_key, parse_fields
 from loadlib.mock.schedule import Scheduler
 from loadlib.mock.truth import Stats, TruthLog, TruthRecord
 from loadlib.mockapi.config import MockConfig, MockConfigError, parse_overrides
@@ -78,6 +81,7 @@ class MockServer:
         self.stats = Stats()
         self.truth = TruthLog(truth_size, int(truth_mb * 1024 * 1024))
         self.prompts = PromptCounter()
+        self.responses = ResponseCache()
         self.metrics = EngineMetrics()
         self.driver: EngineDriver | None = None  # the batching engine (config.engine), None for fixed delays
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
@@ -345,6 +349,8 @@ class MockServer:
             return
         rec.model = call.model
         rec.stream = call.stream
+        call, cache_headers = self._response_cache(rec, call, req)
+        id_headers += cache_headers
         key = content_key(call.messages)
         chash = content_hash(key)
         rec.text_offset = offset_of(chash, self.seed)
@@ -387,6 +393,17 @@ class MockServer:
                     proceed(self.prompts.store(key, f.result()))
 
             fut.add_done_callback(counted)
+
+    def _response_cache(self, rec: TruthRecord, call: LlmCall, req: RequestHead) -> tuple[LlmCall, list[Header]]:
+        """Look the request up in the response cache (when `response_cache` names a key): a hit is answered at once,
+        past the engine (HIT_OVERRIDES), and both say so in `x-cache`."""
+        fields = parse_fields(call.cfg.response_cache)
+        if not fields:
+            return call, []
+        rec.response_cache = self.responses.lookup(cache_key(call.api, fields, call.body, req.body, req.headers))
+        if rec.response_cache == HIT:
+            call = dataclasses.replace(call, cfg=call.cfg.with_overrides(HIT_OVERRIDES))
+        return call, [(CACHE_HEADER, rec.response_cache.upper())]
 
     def _reject(
         self,
@@ -439,7 +456,8 @@ class MockServer:
         if variant:
             rec.text_offset = offset_of(chash, self.seed, variant)
         out_seed = output_seed(chash, variant, self.seed)
-        pieces, json_headers = structured_answer(call.api, call.body, tool, call.cfg, out_seed)
+        pieces, json_headers = structured_answer(call.api, call.body, tool, call.cfg, out_seed, call.max_tokens)
+        rec.structured = pieces is not None
         plan = make_plan(
             call.cfg, call.max_tokens, self.rng, prompt_tokens, len(pieces) if pieces is not None else None
         )
@@ -462,7 +480,7 @@ class MockServer:
     ) -> None:
         """Hand the response to its job: SSE events on their deadlines, or the whole body at the planned end; with
         the batching engine, on the steps that produce its tokens."""
-        if self.driver is not None:
+        if self.driver is not None and rec.response_cache != HIT:
             tokens = (rec.billed_prompt_tokens or 0) + answer.plan.output_tokens
             if not self.driver.fits(tokens):
                 payload = context_error(answer.call.api, self.driver.params.kv_cache_tokens, tokens)

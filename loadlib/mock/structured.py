@@ -125,3 +125,16 @@ def token_pieces(text: str) -> tuple[str, ...]:
     """The text split at o200k token boundaries (the answer is ASCII, so every token is whole characters)."""
     enc = get_encoding()
     return tuple(enc.decode_single_token_bytes(t).decode("utf-8", "replace") for t in enc.encode(text))
+
+
+PAD = " "
+
+
+def padded(pieces: tuple[str, ...], ratio: float, prose_tokens: int) -> tuple[str, ...]:
+    """The JSON's tokens followed by whitespace tokens (which JSON allows after a value) up to `ratio` times the
+    request's prose answer, so the amplification of structured output is a known factor; a JSON answer already
+    longer stays as it is. `ratio` 0 leaves the answer alone."""
+    target = round(ratio * prose_tokens)
+    if ratio <= 0 or len(pieces) >= target:
+        return pieces
+    return pieces + (PAD,) * (target - len(pieces))

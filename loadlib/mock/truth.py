@@ -56,8 +56,10 @@ class TruthRecord:
         "prompt_tokens",
         "reported_prompt_tokens",
         "request_id",
+        "response_cache",
         "status",
         "stream",
+        "structured",
         "text_offset",
         "tokens_per_event",
     )
@@ -70,6 +72,8 @@ class TruthRecord:
         self.client_request_id: str | None = None
         self.model = ""
         self.stream = False
+        self.response_cache: str | None = None  # hit | miss; None without a response cache
+        self.structured = False  # answered with JSON (a schema, JSON mode or a forced tool)
         self.status = 0
         self.fault = "none"
         self.outcome = "pending"  # pending | complete | dropped | client_closed | error
@@ -132,6 +136,8 @@ class TruthRecord:
             "api": self.api,
             "model": self.model,
             "stream": self.stream,
+            "structured": self.structured,
+            "response_cache": self.response_cache,
             "status": self.status,
             "fault": self.fault,
             "outcome": self.outcome,

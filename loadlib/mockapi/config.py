@@ -63,9 +63,13 @@ class MockConfig:
 
     Request-dependent realism: TTFT grows by `ttft_per_1k_prompt_ms` per 1,000 (billed) prompt tokens; a prompt
     longer than `truncate_to` (> 0) is silently cut and billed at that many tokens; structured-output requests get
-    schema-valid JSON at `json_valid_rate`; `nondeterminism_rate` is the share of requests whose output differs from
-    what the same request gets otherwise (the output is a function of the request content); a streamed usage
+    schema-valid JSON at `json_valid_rate`, `structured_ratio` (> 0) times as long as the request's prose answer;
+    `nondeterminism_rate` is the share of requests whose output differs from what the same request gets otherwise
+    (the output is a function of the request content); a streamed usage
     reports the completion tokens sent times `usage_completion_scale` (1.5: a server that over-counts by 50 %).
+
+    `response_cache` ("model+messages+temperature+header:x-team"; empty: none) plays a gateway's response cache keyed
+    on those body fields and headers: a request whose key was seen is answered at once with `x-cache: HIT`.
 
     As if behind an LLM gateway: the terminal events of a stream go out `terminal_delay_ms` after the last output
     event; `usage_prompt` "sent" reports the prompt tokens as sent even when truncation billed fewer (a gateway that
@@ -92,6 +96,8 @@ class MockConfig:
     ttft_per_1k_prompt_ms: float = 0.0
     truncate_to: int = 0
     json_valid_rate: float = 1.0
+    structured_ratio: float = 0.0
+    response_cache: str = ""
     nondeterminism_rate: float = 0.0
     usage_completion_scale: float = 1.0
     terminal_delay_ms: float = 0.0
@@ -156,6 +162,18 @@ def _choice(key: str, choices: tuple[str, ...]) -> Callable[[str], str]:
     return convert
 
 
+def _fields(key: str) -> Callable[[str], str]:
+    """A `+`-joined list of body fields and `header:NAME` parts (the response cache's key), or empty."""
+
+    def convert(text: str) -> str:
+        value = text.strip().lower()
+        if not re.fullmatch(r"[a-z0-9_:\-+]*", value) or "++" in value or value.startswith("+") or value.endswith("+"):
+            raise MockConfigError(f"{key} must be fields and header:NAME joined by '+', got {text!r}")
+        return value
+
+    return convert
+
+
 def _float(key: str, maximum: float | None = None) -> Callable[[str], float]:
     return _number(key, float, 0.0, maximum)
 
@@ -177,6 +195,8 @@ CONVERTERS: dict[str, Callable[[str], Any]] = {
     "ttft_per_1k_prompt_ms": _float("ttft_per_1k_prompt_ms"),
     "truncate_to": _number("truncate_to", int, 0),
     "json_valid_rate": _float("json_valid_rate", 1.0),
+    "structured_ratio": _float("structured_ratio", 100.0),
+    "response_cache": _fields("response_cache"),
     "nondeterminism_rate": _float("nondeterminism_rate", 1.0),
     "usage_completion_scale": _float("usage_completion_scale", 100.0),
     "terminal_delay_ms": _float("terminal_delay_ms"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadlib.errors import ErrorClass
+from loadlib.providers.registry import cached_included
 
 # The per-request durations of a record, in ms (the statistics' timing histograms and InfluxDB's timing fields).
 TIMING_FIELDS = (
@@ -95,6 +96,16 @@ class RequestRecord:
     @property
     def input_tokens(self) -> int | None:
         return self.prompt_tokens if self.prompt_tokens is not None else self.prompt_tokens_est
+
+    @property
+    def cache_reported_prompt_tokens(self) -> int | None:
+        """The whole prompt, cached tokens included whatever the provider's convention (OpenAI counts them inside
+        its prompt, Anthropic beside it), when the usage reported a cached count: the prompt-cache hit rate's
+        denominator (docs/metrics.md, "Prompt-cache hit rate"); None otherwise."""
+        cached, prompt = self.cached_prompt_tokens, self.input_tokens
+        if cached is None or prompt is None:
+            return None
+        return prompt + (0 if cached_included(self.provider) else cached)
 
     @property
     def decode_tokens_per_s(self) -> float | None:

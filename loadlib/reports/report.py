@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from loadlib.reports import run_figures as rf
 from loadlib.reports.html import figure, page, section, table
 from loadlib.reports.records_in import OK, Records
+from loadlib.reports.run_scenarios import scenario_sections
 from loadlib.reports.run_series import Series, build_series, relative_times
 from loadlib.reports.run_stats import grouped_sort, subsample
 from loadlib.reports.run_summary import client_html, meta_rows, para, verdict_html
@@ -38,6 +39,7 @@ def build_report(rec: Records, summary: Mapping[str, Any] | None, files: Sequenc
         section("Run", _run_table(rec, summary, files, series, duration)),
         section("Verdict", verdict_html(summary)),
         section("Requests by scenario and endpoint", *_table_parts(rows, summary, duration)),
+        *scenario_sections(summary),
         section("Latency distributions", *_distributions(rec)),
         section("Over time", *_over_time(rec, series)),
         section("Prompt size and TTFT", _prefill(rec)),

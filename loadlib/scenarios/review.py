@@ -48,6 +48,19 @@ def check_output(text: str, validator: Any) -> tuple[Any, str | None]:
     return value, f"output fails the schema at {error.json_path} ({error.validator})"
 
 
+def schema_depth(schema: Any) -> int:
+    """How deeply a schema nests objects and arrays (a flat object is 1): structured output's token cost grows
+    with it, so amplification is reported per depth."""
+    if not isinstance(schema, dict):
+        return 0
+    children = [*(schema.get("properties") or {}).values(), schema.get("items")]
+    for word in ("anyOf", "oneOf", "allOf"):
+        children += schema.get(word) or []
+    inner = max((schema_depth(c) for c in children), default=0)
+    nests = schema.get("type") in ("object", "array") or "properties" in schema
+    return inner + 1 if nests else inner
+
+
 def canonical(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 

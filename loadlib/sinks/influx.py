@@ -25,6 +25,7 @@ from loadlib.records.record import RequestRecord
 from loadlib.records.user_request import UserRequest
 from loadlib.sinks.buffer import DropOldestBuffer
 from loadlib.sinks.lineproto import (
+    amplification_line,
     breaker_line,
     drill_line,
     event_line,
@@ -41,6 +42,7 @@ _WORKER = 0
 _EVENT = 1
 _BREAKER = 2
 _DRILL = 4
+_AMPLIFICATION = 5
 ERROR_LOG_INTERVAL_S = 30.0
 
 
@@ -159,6 +161,10 @@ class InfluxSink:
         `user_error_rate` and `passed`; it is copied here, as the point is encoded later."""
         snapshot = {k: dict(v) if isinstance(v, Mapping) else v for k, v in figures.items()}
         self._push((_DRILL, index, endpoint, fault, snapshot, ts_ns or time.time_ns()))
+
+    def submit_amplification(self, depth: int, structured: RequestRecord, plain: RequestRecord) -> None:
+        """Queue the `llm_amplification` point of one JSON/prose pair of the compliance scenario."""
+        self._push((_AMPLIFICATION, depth, structured, plain))
 
     def _push(self, item: Any) -> None:
         self._submitted += 1
@@ -344,6 +350,8 @@ class InfluxSink:
                 return breaker_line(self.run_id, self.worker, *item[1:])
             if tag == _DRILL:
                 return drill_line(self.run_id, *item[1:])
+            if tag == _AMPLIFICATION:
+                return amplification_line(self.run_id, self.worker, *item[1:])
             raise ValueError(f"unknown point kind {tag!r}")
         if kind is UserRequest:
             return user_request_line(item, self.run_id, self.worker)

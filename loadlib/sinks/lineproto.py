@@ -21,6 +21,7 @@ EVENT = "llm_event"
 BREAKER = "llm_breaker"
 USER_REQUEST = "llm_user_request"
 DRILL = "llm_drill"
+AMPLIFICATION = "llm_amplification"
 
 # The fixed schema: measurement -> (tag keys, {field key: type}). Types: "float", "int", "str".
 REQUEST_TAGS = ("endpoint", "model", "provider", "run_id", "scenario", "status", "worker")
@@ -41,6 +42,7 @@ REQUEST_FIELDS: dict[str, str] = {
     "prompt_tokens_est": "int",
     "completion_tokens_est": "int",
     "cached_prompt_tokens": "int",
+    "cache_reported_prompt_tokens": "int",
     "reasoning_tokens": "int",
     "output_tokens": "int",
     "cost_usd": "float",
@@ -94,6 +96,12 @@ DRILL_FIELDS: dict[str, str] = {
     "user_error_rate": "float",
     "passed": "int",
 }
+AMPLIFICATION_TAGS = ("depth", "run_id", "scenario", "worker")
+AMPLIFICATION_FIELDS: dict[str, str] = {
+    f"{kind}_{name}": typ
+    for kind in ("json", "plain")
+    for name, typ in (("output_tokens", "int"), ("cost_usd", "float"), ("ttft_ms", "float"), ("e2e_ms", "float"))
+}
 SCHEMA: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     REQUEST: (REQUEST_TAGS, REQUEST_FIELDS),
     WORKER: (WORKER_TAGS, WORKER_FIELDS),
@@ -101,6 +109,7 @@ SCHEMA: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     BREAKER: (BREAKER_TAGS, BREAKER_FIELDS),
     USER_REQUEST: (USER_REQUEST_TAGS, USER_REQUEST_FIELDS),
     DRILL: (DRILL_TAGS, DRILL_FIELDS),
+    AMPLIFICATION: (AMPLIFICATION_TAGS, AMPLIFICATION_FIELDS),
 }
 
 MAX_STRING_FIELD = 1024  # event messages and ids are short; a runaway string must not bloat a batch
@@ -232,6 +241,9 @@ def request_line(record: RequestRecord, run_id: str = "", worker: str = "") -> s
         n = getattr(r, name)
         if n is not None:
             add(f"{name}={int(n)}i")
+    whole = r.cache_reported_prompt_tokens
+    if whole is not None:
+        add(f"cache_reported_prompt_tokens={int(whole)}i")
     if r.output_tokens is not None:  # the server's count, else our estimate
         add(f"output_tokens={int(r.output_tokens)}i")
     v = r.cost_usd
@@ -336,3 +348,18 @@ def drill_line(run_id: str, index: int | str, endpoint: str, fault: str, figures
         )
     )
     return _line(DRILL, tags, fields, ts_ns)
+
+
+def amplification_line(run_id: str, worker: str, depth: int, structured: RequestRecord, plain: RequestRecord) -> str:
+    """One `llm_amplification` point: a compliance case answered as JSON and as prose, at the JSON request's start,
+    so a dashboard divides the sums of the two (the summary's `scenarios.compliance.amplification`)."""
+    tags = _tags((("depth", str(depth)), ("run_id", run_id), ("scenario", structured.scenario), ("worker", worker)))
+    fields = []
+    for kind, r in (("json", structured), ("plain", plain)):
+        fields += [
+            (f"{kind}_output_tokens", _i(r.completion_tokens)),
+            (f"{kind}_cost_usd", _f(r.cost_usd)),
+            (f"{kind}_ttft_ms", _f(r.ttft_ms)),
+            (f"{kind}_e2e_ms", _f(r.e2e_ms)),
+        ]
+    return _line(AMPLIFICATION, tags, _fields(fields), structured.start_unix_ns or None)

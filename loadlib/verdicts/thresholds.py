@@ -119,6 +119,13 @@ METRICS: dict[str, Metric] = {
             "cost_per_1k_tokens", "cost", "cost_usd", ("prompt_tokens", "completion_tokens"), scale=1000.0, anchor=_COST
         ),
         _rows("goodput", "share", "good_requests", ("count",), anchor="thresholds.md#goodput"),
+        _rows(
+            "cache_hit_rate",
+            "share",
+            "cached_prompt_tokens",
+            ("cache_reported_prompt_tokens",),
+            anchor="metrics.md#prompt-cache-hit-rate",
+        ),
         _compliance("schema_valid", "checked", "checked outputs"),
         _compliance("deterministic", "repeat_pairs", "repeat pairs"),
     )

@@ -22,6 +22,7 @@ from loadlib.errors import ErrorClass
 from loadlib.records.record import RequestRecord
 from loadlib.records.user_request import UserRequest
 from loadlib.sinks.lineproto import (
+    amplification_line,
     breaker_line,
     drill_line,
     event_line,
@@ -101,6 +102,8 @@ FAILOVER_QUERIES = (
     "Attempt errors vs user-visible errors [C]",
     "Failover drills [A]",
 )
+# Titles of the queries that only return data when the run had the compliance scenario's amplification pairs.
+COMPLIANCE_QUERIES = ("Structured-output amplification [A]",)
 
 
 def render_query(query: str, selection: dict[str, str], interval_s: int = 10) -> str:
@@ -181,6 +184,7 @@ def records(run_id: str, n: int, start_ns: int) -> list[RequestRecord]:
                 stream_tail_ms=0.2 + i % 3 if ok else None,
                 output_events=50 if ok else 0,
                 prompt_tokens=200 + i % 50 if ok else None,
+                cached_prompt_tokens=(128 if i % 4 else 0) if ok else None,
                 completion_tokens=64 if ok else None,
                 prompt_tokens_est=198 + i % 50,
                 cost_usd=0.0002 if ok else None,
@@ -282,6 +286,7 @@ def write_run(influx: InfluxServer, run_id: str, n: int) -> SyntheticRun:
         drill_line(run_id, index, d.endpoint, d.fault, d.figures, start + (d.stop_s + 20) * SECOND)  # once final
         for index, d in enumerate(DRILLS)
     ]
+    lines += [amplification_line(run_id, r.worker_id, 3, r, recs[i + 1]) for i, r in enumerate(recs[:-1]) if i % 5 == 0]
     for i in range(0, len(lines), 5000):
         influx.write(DB, lines[i : i + 5000])
     return SyntheticRun(recs, users, events)

@@ -127,6 +127,7 @@ def test_full_request_point_has_every_value_with_its_fixed_type() -> None:
         "prompt_tokens_est": 118,
         "completion_tokens_est": 40,
         "cached_prompt_tokens": 64,
+        "cache_reported_prompt_tokens": 120,  # OpenAI: the cached tokens are inside the prompt
         "reasoning_tokens": 7,
         "output_tokens": 41,
         "cost_usd": 0.000123,
@@ -401,3 +402,22 @@ def test_drill_figures_that_are_missing_are_omitted() -> None:
     }
     _, _, fields, _ = parse_line(lp.drill_line("r", 1, "e", "f", {}, TS))
     assert fields == {"user_requests": ("int", 0)}
+
+
+def test_amplification_point() -> None:
+    structured = make_record(completion_tokens=211, cost_usd=0.002, ttft_ms=60.0, e2e_ms=300.0, start_unix_ns=TS)
+    plain = make_record(completion_tokens=100, cost_usd=None, ttft_ms=50.0, e2e_ms=150.0)
+    m, tags, fields, ts = parse_line(lp.amplification_line("r", "w1", 3, structured, plain))
+    assert m == "llm_amplification" and ts == TS
+    assert tags == {"depth": "3", "run_id": "r", "scenario": structured.scenario, "worker": "w1"}
+    assert fields["json_output_tokens"] == ("int", 211) and fields["plain_output_tokens"] == ("int", 100)
+    assert fields["json_e2e_ms"] == ("float", 300.0) and "plain_cost_usd" not in fields
+    assert_schema_types(m, tags, fields)
+
+
+def test_the_whole_prompt_of_an_anthropic_cache_read_adds_the_cached_tokens() -> None:
+    rec = make_record(provider="anthropic", prompt_tokens=10, cached_prompt_tokens=900, start_unix_ns=TS)
+    _, _, fields, _ = parse_line(lp.request_line(rec))
+    assert fields["cache_reported_prompt_tokens"] == ("int", 910)
+    _, _, fields, _ = parse_line(lp.request_line(make_record(prompt_tokens=10, start_unix_ns=TS)))
+    assert "cache_reported_prompt_tokens" not in fields, "no cached count reported: no hit rate to weigh"

@@ -1,0 +1,45 @@
+"""The run report's scenario tables, from the summary (pure): what the scenarios found beyond latency that reads
+best as a table (structured-output amplification, what busts the cache). Nothing when the run had none."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from loadlib.metrics import amplification
+from loadlib.metrics import cache_probe_results as probe
+from loadlib.reports.html import section, table
+from loadlib.reports.run_summary import para
+
+
+def scenario_sections(summary: Mapping[str, Any] | None) -> list[str]:
+    """The report's sections of scenario tables present in the summary."""
+    scenarios = (summary or {}).get("scenarios") or {}
+    amp = (scenarios.get("compliance") or {}).get("amplification")
+    busts = scenarios.get("cache_probe")
+    return [*([_amplification(amp)] if amp else []), *([_cache_probe(busts)] if busts else [])]
+
+
+def _amplification(amp: Mapping[str, Any]) -> str:
+    note = para(
+        "The same compliance cases asked for JSON and for plain prose (--compliance-plain-share): ratios of sums over "
+        "the pairs whose two answers succeeded; TTFT and E2E as the JSON answers' mean minus the prose answers'. "
+        "No confidence intervals yet."
+    )
+    rows = table(amplification.TABLE_HEADER, amplification.table_rows(dict(amp)), [False, *[True] * 6])
+    return section("Structured-output amplification", note, rows)
+
+
+def _cache_probe(found: Mapping[str, Any]) -> str:
+    note = para(
+        f"{found['rounds']} rounds of a fresh shared prefix, cold first, then one request per variation. "
+        "Response-cache hits from the gateway's headers"
+        + (" (none came: inferred from a TTFT collapse)" if found["response_cache_source"] == "inferred" else "")
+        + "; the prompt-cache share over the requests that reached the model; savings against the cold request."
+    )
+    lines = [
+        para(f"Busts the {layer.replace('_', ' ')}: " + ("not seen" if b is None else ", ".join(b) or "nothing"))
+        for layer, b in found["busts"].items()
+    ]
+    rows = table(probe.TABLE_HEADER, probe.table_rows(dict(found)), [False, True, False, False, True, True])
+    return section("What busts the cache", note, rows, *lines)

@@ -1,0 +1,83 @@
+"""The cache probe against the mock's two caches with known keys: the batching engine's prefix cache (keyed on the
+prompt's messages) and a gateway response cache keyed on model, messages, temperature, top_p and anthropic-version.
+Each variation's response-cache hits and prompt-cache share must equal the mock's truth, and exactly the variations
+that change a part of a layer's key are named as busting it; a threshold on the cache hit rate passes and fails as
+written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.request import urlopen
+
+import pytest
+
+from loadlib.mock import MockConfig, start_subprocess
+from loadlib.scenarios.cache_variations import variations
+from tests.integration.locust_runs import headless, load, locust_cmd, run
+
+pytestmark = pytest.mark.integration
+RESPONSE_KEY = ("model", "messages", "temperature", "top_p", "header:anthropic-version")
+PREFIX_KEY = ("messages",)  # the prefix cache names blocks by the conversation only
+
+
+def truth_by_variation(records: list[dict], names: list[str]) -> dict[str, list[dict]]:
+    """Each user's requests go out one after another on its own connection, round after round: the warm-up, then
+    the variations in order. Requests the run's end cut off are kept: they count as requests."""
+    by_conn: dict[int, list[dict]] = {}
+    for r in records:
+        by_conn.setdefault(r["connection_id"], []).append(r)
+    cycle = ["warmup", *names]
+    out: dict[str, list[dict]] = {}
+    for recs in by_conn.values():
+        for i, r in enumerate(recs):
+            out.setdefault(cycle[i % len(cycle)], []).append(r)
+    return out
+
+
+def truth_share(recs: list[dict]) -> float | None:
+    reached = [r for r in recs if r["response_cache"] != "hit" and r["outcome"] == "complete"]
+    whole = sum(r["reported_prompt_tokens"] for r in reached)
+    return round(sum(r["engine"]["cached_tokens"] for r in reached) / whole, 6) if whole else None
+
+
+def test_the_probe_names_what_busts_each_layer_as_the_mocks_keys_say(tmp_path: Path) -> None:
+    cfg = MockConfig(engine="batching", response_cache="+".join(RESPONSE_KEY))
+    summary = tmp_path / "summary.json"
+    thresholds = ("cache_hit_rate{scenario=cache_probe} > 20%", "cache_hit_rate{scenario=cache_probe} > 95%")
+    with start_subprocess(cfg) as mock:
+        p = run(
+            locust_cmd(
+                *headless(2, 5),
+                *("--host", mock.url + "/v1", "--llm-api-key-env", "none", "--llm-summary", str(summary)),
+                *("--cache-probe-doc-tokens", "1024", "--cache-probe-model-alias", "mock-llm-2026"),
+                *(arg for t in thresholds for arg in ("--llm-threshold", t)),
+                locustfile="locustfiles/cache_probe.py",
+            ),
+            timeout=60,
+        )
+        records = json.loads(urlopen(mock.url + "/mock/truth?limit=100000", timeout=10).read())["records"]
+    assert p.returncode == 99, p.stderr[-3000:]  # the second threshold fails, as written: exit 99
+    s = load(summary)
+    probe = s["scenarios"]["cache_probe"]
+    names = [v["name"] for v in probe["variations"]]
+    assert names == [v.name for v in variations("openai")] and probe["rounds"] >= 2
+    truth = truth_by_variation(records, names)
+    for v in probe["variations"]:
+        recs = truth[v["name"]]
+        assert v["requests"] == len(recs), v
+        answered = [r for r in recs if r["outcome"] == "complete"]
+        assert v["response_cache_hits"] == sum(r["response_cache"] == "hit" for r in answered), v
+        assert v["prompt_cache_hit_share"] == truth_share(recs), v
+    changes = {v["name"]: set(v["changes"]) for v in probe["variations"]}
+    assert probe["response_cache_source"] == "header"
+    assert set(probe["busts"]["response_cache"]) == {n for n, c in changes.items() if c & set(RESPONSE_KEY)}
+    assert set(probe["busts"]["prompt_cache"]) == {n for n, c in changes.items() if c & set(PREFIX_KEY)}
+    assert set(probe["busts"]["prompt_cache"]) == {"prefix_whitespace", "prefix_order"}
+    none = probe["variations"][0]
+    assert none["ttft_saved_ms"] > 20 and none["cost_saved_usd"] > 0, "a response-cache hit skips the prefill"
+    assert [t["passed"] for t in s["thresholds"]] == [True, False]
+    assert (
+        "cache probe: what busts the cache" in p.stdout
+        and "busts the prompt cache: prefix_whitespace, prefix_order" in p.stdout
+    )
