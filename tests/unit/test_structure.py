@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("records",),
     ("data", "metrics", "sinks"),
     ("mock", "verdicts"),
-    ("outputs",),
+    ("outputs", "capacity"),
     ("failover",),
     ("options", "settings"),
     ("options_help", "reports"),
