@@ -31,6 +31,7 @@ CHAT = "Support chat scenario"
 DOC = "Long-document scenario"
 COMPLIANCE = "Compliance scenario"
 SHAPES = "Load shapes (RampShape, StepShape)"
+CAPACITY = "Capacity search (CapacityShape, docs/capacity.md)"
 INFLUX = "InfluxDB sink"
 FAILOVER = "Failover and drills (docs/failover.md)"
 DEFAULT_AUDIT = "results/audit-{run_id}.jsonl"
@@ -419,6 +420,19 @@ OPTIONS: tuple[Option, ...] = (
     _o("--shape-ramp-s", SHAPES, 0.0, "RampShape: seconds to reach the user count (0 = half the run time)."),
     _o("--shape-steps", SHAPES, 5, "StepShape: number of steps."),
     _o("--shape-step-s", SHAPES, 30.0, "StepShape: seconds per step."),
+    # capacity search
+    _o("--llm-capacity-start", CAPACITY, 1, "Users of the search's first step."),
+    _o("--llm-capacity-max", CAPACITY, 1000, "Most users tried; when they hold, the answer is a lower bound."),
+    _o(
+        "--llm-capacity-precision",
+        CAPACITY,
+        0.05,
+        "Relative precision: the search ends when the smallest failing load is within it of the largest that held, "
+        "and a step's window may end early once each threshold's percentile is known within it.",
+    ),
+    _o("--llm-capacity-warmup-s", CAPACITY, 10.0, "Seconds of each step left out before its window opens."),
+    _o("--llm-capacity-window-s", CAPACITY, 30.0, "Longest measuring window of a step, seconds."),
+    _o("--llm-capacity-min", CAPACITY, 0, "CI gate: exit code 99 when the capacity found is below this (0: none)."),
     # InfluxDB
     _o(
         "--influx-url",

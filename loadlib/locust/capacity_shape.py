@@ -1,0 +1,132 @@
+"""CapacityShape: the largest load (users) that still holds the run's SLOs, found in one run (docs/capacity.md).
+
+A Locust load shape, so it runs on the master (or a local runner) and every worker follows. Each step sets a user
+count, waits out a warm-up (its requests are left out), then measures until the window's time is up or every
+threshold's percentile is known within the precision; every node's window of the step is merged exactly
+(loadlib.locust.capacity_part) and judged with the run's thresholds (--llm-threshold, the scenarios' SLOs). The
+search brackets (doubling until a step fails) then bisects (loadlib.capacity.search). It stops early, and says its
+answer is only a lower bound, when the client saturates or the maximum holds."""
+
+from __future__ import annotations
+
+from locust import LoadTestShape
+
+from typing import Any
+
+from loadlib.capacity import answer
+from loadlib.capacity.search import Search
+from loadlib.capacity.step import Limits, judge, saturated, settled
+from loadlib.locust.capacity_part import HOLD, MEASURE, WARMUP, CapacityPart
+from loadlib.locust.context import context
+
+MIN_WINDOW_S = 3.0  # a window never ends before a worker's report (every 3 s) could have reached the master
+HOLD_TIMEOUT_S = 5.0  # the longest wait for every worker's closed window before deciding on what came
+UNFINISHED = "the run ended before the search did"
+NO_THRESHOLDS = "no threshold to judge a step by: give --llm-threshold or keep the scenarios' SLOs (--scenario-slo on)"
+
+
+class CapacityShape(LoadTestShape):
+    """The capacity search over closed-loop users (options: --llm-capacity-*)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.search: Search | None = None
+        self.limits: Limits | None = None
+        self.steps: list[dict[str, Any]] = []
+        self.index = 0
+        self.users = 0
+        self.phase = ""
+        self.phase_at = 0.0
+        self.window_s = 0.0
+
+    def reset_time(self) -> None:
+        """A new test (Locust calls this when a shape test starts): a new search."""
+        super().reset_time()
+        self.search, self.limits, self.index = None, None, 0
+
+    def _opt(self, name: str, default: Any) -> Any:
+        opts = self.runner.environment.parsed_options if self.runner is not None else None
+        value = getattr(opts, name, None)
+        return default if value is None else value
+
+    def _part(self) -> CapacityPart:
+        assert self.runner is not None
+        part: CapacityPart = context(self.runner.environment).named("capacity")
+        return part
+
+    def tick(self) -> tuple[int, float] | None:
+        if self.search is None:
+            self._begin_search()
+        elapsed = self.get_run_time() - self.phase_at
+        if self.phase == WARMUP and elapsed >= float(self._opt("llm_capacity_warmup_s", 10.0)):
+            self._enter(MEASURE)
+            if self.limits is not None and not self.limits.thresholds:
+                self._publish(NO_THRESHOLDS)
+                return None
+        elif self.phase == MEASURE and self._window_done(elapsed):
+            self.window_s = elapsed
+            self._enter(HOLD)
+        elif self.phase == HOLD and (self._part().closed(self.index) or elapsed >= HOLD_TIMEOUT_S):
+            return self._decide()
+        return self.users, float(max(self.users, 10))
+
+    def _begin_search(self) -> None:
+        self.search = Search(
+            start=int(self._opt("llm_capacity_start", 1)),
+            maximum=int(self._opt("llm_capacity_max", 1000)),
+            precision=float(self._opt("llm_capacity_precision", 0.05)),
+        )
+        self.steps = []
+        self._part().windows.clear()
+        self._part().closed_by.clear()
+        self._step(self.search.first())
+
+    def _step(self, users: int) -> None:
+        self.index, self.users = self.index + 1, users
+        self._enter(WARMUP)
+        self._publish(UNFINISHED)
+
+    def _enter(self, phase: str) -> None:
+        self.phase, self.phase_at = phase, self.get_run_time()
+        if phase == MEASURE and self.limits is None:
+            self.limits = self._limits()
+        self._part().tell(self.index, phase)
+
+    def _limits(self) -> Limits:
+        """The run's thresholds (the user's and the scenarios' SLOs), known once the test has started."""
+        assert self.runner is not None
+        ctx = context(self.runner.environment)
+        health = ctx.health.thresholds
+        precision = float(self._opt("llm_capacity_precision", 0.05))
+        return Limits(tuple(ctx.verdicts.thresholds), health.loop_lag_p99_ms, health.cpu_percent, precision)
+
+    def _window_done(self, elapsed: float) -> bool:
+        if elapsed >= float(self._opt("llm_capacity_window_s", 30.0)):
+            return True
+        limits = self.limits
+        return elapsed >= MIN_WINDOW_S and limits is not None and settled(self._part().window(self.index), limits)
+
+    def _decide(self) -> tuple[int, float] | None:
+        """Judge the step that just closed; start the next one, or end the search (None: the run stops)."""
+        assert self.search is not None and self.limits is not None
+        window = self._part().window(self.index)
+        results = judge(window, self.window_s, self.limits)
+        client = saturated(window, self.limits)
+        row = answer.step_row(self.index, self.users, window, self.window_s, results, client)
+        self.steps.append(row)
+        if client is not None:
+            self._publish(f"the client saturated at {self.users} users ({client})")
+            return None
+        self.search.record(self.users, row["passed"])
+        following = self.search.next()
+        if following is None:
+            self._publish(f"the maximum of {self.users} users held" if self.search.max_reached else None)
+            return None
+        self._step(following)
+        return self.users, float(max(self.users, 10))
+
+    def _publish(self, stop: str | None) -> None:
+        """The answer as it stands, for the summary: `stop` says why it is only a lower bound (None: found)."""
+        assert self.search is not None
+        minimum = int(self._opt("llm_capacity_min", 0)) or None
+        self._part().answer = answer.section(self.search, self.steps, stop, minimum)
