@@ -12,10 +12,16 @@ from loadlib.capacity.step import StepWindow, step_summary
 
 
 def step_row(
-    index: int, users: int, window: StepWindow, duration_s: float, results: Sequence[dict[str, Any]], client: str | None
+    index: int,
+    users: int,
+    window: StepWindow,
+    duration_s: float,
+    results: Sequence[dict[str, Any]],
+    client: str | None,
+    request_slo: str = "",
 ) -> dict[str, Any]:
     """One step of the table: its load, what the window measured, which thresholds failed, the client's state."""
-    total = step_summary(window, duration_s)["total"]
+    total = step_summary(window, duration_s, request_slo)["total"]
     lat = total["latency_ms"]
     failing = [f"{r['expression']}: {r['reason']}" for r in results if r["passed"] is not True]
     return {

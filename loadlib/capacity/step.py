@@ -51,17 +51,18 @@ class Limits:
     lag_ms: float = 50.0
     cpu_percent: float = 90.0
     precision: float = 0.05
+    request_slo: str = ""  # --llm-request-slo as written: the step's rows then count goodput
 
 
-def step_summary(window: StepWindow, duration_s: float) -> dict[str, Any]:
+def step_summary(window: StepWindow, duration_s: float, request_slo: str = "") -> dict[str, Any]:
     """The window as a run summary (rows and total), which thresholds are evaluated over."""
-    return build_summary(window.stats, max(duration_s, 1e-9), None, {})
+    return build_summary(window.stats, max(duration_s, 1e-9), None, {}, request_slo)
 
 
 def judge(window: StepWindow, duration_s: float, limits: Limits) -> list[dict[str, Any]]:
     """Every threshold over the window; one with too few samples is judged on its value as it stands (its reason
     says so): the step has to decide."""
-    summary = step_summary(window, duration_s)
+    summary = step_summary(window, duration_s, limits.request_slo)
     results = evaluate(applicable(limits.thresholds, summary), summary, histograms=stats_histograms(window.stats))
     return [_decided(r) for r in results]
 

@@ -42,6 +42,7 @@ class CapacityPart(NodePart):
         self.windows: dict[int, StepWindow] = {}
         self.closed_by: dict[int, set[str]] = {}
         self.answer: dict[str, Any] | None = None  # the summary's `capacity`, set by the search
+        self.listening = False
         if runner is not None and MESSAGE not in runner.custom_messages:
             runner.register_message(MESSAGE, self.on_message)
 
@@ -81,8 +82,9 @@ class CapacityPart(NodePart):
 
     def start(self, ctx: Node) -> None:
         self.slo = parse_request_slo(getattr(ctx.options, "llm_request_slo", ""))
-        if ctx.generates_load:
+        if ctx.generates_load and not self.listening:
             ctx.events.worker_health.add_listener(self.on_health)
+            self.listening = True
 
     def _open(self) -> StepWindow | None:
         if self.step is None or self.phase != MEASURE:

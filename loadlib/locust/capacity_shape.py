@@ -98,7 +98,8 @@ class CapacityShape(LoadTestShape):
         ctx = context(self.runner.environment)
         health = ctx.health.thresholds
         precision = float(self._opt("llm_capacity_precision", 0.05))
-        return Limits(tuple(ctx.verdicts.thresholds), health.loop_lag_p99_ms, health.cpu_percent, precision)
+        slo = ctx.stats.slo.text if ctx.stats.slo is not None else ""
+        return Limits(tuple(ctx.verdicts.thresholds), health.loop_lag_p99_ms, health.cpu_percent, precision, slo)
 
     def _window_done(self, elapsed: float) -> bool:
         if elapsed >= float(self._opt("llm_capacity_window_s", 30.0)):
@@ -112,7 +113,7 @@ class CapacityShape(LoadTestShape):
         window = self._part().window(self.index)
         results = judge(window, self.window_s, self.limits)
         client = saturated(window, self.limits)
-        row = answer.step_row(self.index, self.users, window, self.window_s, results, client)
+        row = answer.step_row(self.index, self.users, window, self.window_s, results, client, self.limits.request_slo)
         self.steps.append(row)
         if client is not None:
             self._publish(f"the client saturated at {self.users} users ({client})")
