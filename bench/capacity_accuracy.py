@@ -24,7 +24,7 @@ from loadlib.mock import MockConfig, start_subprocess
 from tests.integration.locust_runs import load, run_distributed
 
 SLO = "ttft p95 < 100ms; error_rate < 1%"
-SETTINGS = {"decode 8 ms/seq": 8.0, "decode 4 ms/seq": 4.0, "decode 2 ms/seq": 2.0}
+SETTINGS = {"decode 6 ms/seq": 6.0, "decode 4 ms/seq": 4.0, "decode 3 ms/seq": 3.0}  # key: 8, 12, 17 users
 
 
 def one_run(url: str, start: int, out: Path) -> tuple[dict, float]:
