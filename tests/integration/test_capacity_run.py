@@ -21,7 +21,17 @@ from tests.integration.locust_runs import load, run_distributed
 
 pytestmark = pytest.mark.alone
 
-SLO = "ttft p95 < 100ms; error_rate < 1%"
+SLO = "ttft p95 < 300ms; error_rate < 1%"
+# prefill-bound: one prompt's worth of tokens a step (chunked prefill), so TTFT is queueing for the prefill and does
+# not hang on whether a request catches the step starting as it arrives (the answer key's users turn round in 1 ms);
+# no prefix cache: the chat prompts share their system prompt, the answer key's workload shares nothing
+ENGINE = {
+    "step_base_ms": 6.0,
+    "decode_ms_per_seq": 0.5,
+    "max_batched_tokens": 64,
+    "output_tokens": 4,
+    "prefix_caching": "off",
+}
 FAST_STEPS = ("--llm-capacity-warmup-s", "1", "--llm-capacity-window-s", "3")
 
 
@@ -47,17 +57,17 @@ def loads(capacity: dict[str, Any]) -> Sequence[int]:
 
 
 def test_the_search_finds_the_batching_mocks_capacity_within_10_percent(tmp_path: Path) -> None:
-    config = MockConfig(engine="batching", step_base_ms=6.0, decode_ms_per_seq=4.0, output_tokens=4)
+    config = MockConfig(engine="batching", prefill_ms_per_1k=500.0, **ENGINE)  # 15 users
     with start_subprocess(config) as mock:
         args = ("--llm-capacity-start", "8", "--llm-capacity-precision", "0.1")
         code, err, seconds, summary = search(mock.url, tmp_path / "s.json", *args)
-        truth = answer_key(mock.url, "ttft_p95_ms=100&output_tokens=4")["users"]
+        truth = answer_key(mock.url, "ttft_p95_ms=300&output_tokens=4")["users"]
     assert code == 0, err[-3000:]
     capacity = summary["capacity"]
     assert not capacity["lower_bound"], capacity
     assert abs(capacity["max_users"] - truth) <= 0.1 * truth, (capacity["max_users"], truth, loads(capacity))
     assert capacity["first_failed_users"] > capacity["max_users"]
-    assert capacity["first_failed_by"][0].startswith("ttft p95 < 100ms")
+    assert capacity["first_failed_by"][0].startswith("ttft p95 < 300ms")
     for step in capacity["steps"]:
         assert step["requests"] > 0 and step["ttft_ms"]["p95"] is not None and not step["client_saturated"]
     print(f"max_users {capacity['max_users']} against {truth}, steps {loads(capacity)}, {seconds:.1f} s")
