@@ -70,15 +70,18 @@ def lines(capacity: dict[str, Any] | None) -> list[str]:
     if not capacity:
         return []
     out = ["Capacity search:", f"  {answer_line(capacity)}"]
-    for s in capacity["steps"]:
-        mark = "held" if s["passed"] else "FAIL"
-        out.append(
-            f"  step {s['step']:>2} {s['users']:>5} users  {mark}  {_num(s['requests_per_s'])} req/s  "
-            f"{_num(s['output_tokens_per_s'])} out tok/s  TTFT p50/p95 {_num(s['ttft_ms']['p50'])}/"
-            f"{_num(s['ttft_ms']['p95'])} ms  E2E p95 {_num(s['e2e_ms']['p95'])} ms  errors {s['errors']}"
-            f"{'  client saturated' if s['client_saturated'] else ''}"
-        )
-    return out
+    return out + [step_line(s) for s in capacity["steps"]]
+
+
+def step_line(s: dict[str, Any]) -> str:
+    """One step as the console (and an InfluxDB annotation) shows it."""
+    mark = "held" if s["passed"] else "FAIL"
+    return (
+        f"  step {s['step']:>2} {s['users']:>5} users  {mark}  {_num(s['requests_per_s'])} req/s  "
+        f"{_num(s['output_tokens_per_s'])} out tok/s  TTFT p50/p95 {_num(s['ttft_ms']['p50'])}/"
+        f"{_num(s['ttft_ms']['p95'])} ms  E2E p95 {_num(s['e2e_ms']['p95'])} ms  errors {s['errors']}"
+        f"{'  client saturated' if s['client_saturated'] else ''}"
+    )
 
 
 def answer_line(c: dict[str, Any]) -> str:

@@ -115,6 +115,7 @@ class CapacityShape(LoadTestShape):
         client = saturated(window, self.limits)
         row = answer.step_row(self.index, self.users, window, self.window_s, results, client, self.limits.request_slo)
         self.steps.append(row)
+        self._annotate(row)
         if client is not None:
             self._publish(f"the client saturated at {self.users} users ({client})")
             return None
@@ -125,6 +126,12 @@ class CapacityShape(LoadTestShape):
             return None
         self._step(following)
         return self.users, float(max(self.users, 10))
+
+    def _annotate(self, row: dict[str, Any]) -> None:
+        """The step as an InfluxDB annotation (`llm_event`, kind `capacity_step`), when the run writes to InfluxDB."""
+        assert self.runner is not None
+        message = answer.step_line(row).strip()
+        context(self.runner.environment).sinks.on_endpoint_event(kind="capacity_step", message=message)
 
     def _publish(self, stop: str | None) -> None:
         """The answer as it stands, for the summary: `stop` says why it is only a lower bound (None: found)."""
