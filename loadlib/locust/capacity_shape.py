@@ -21,7 +21,7 @@ from loadlib.locust.context import context
 
 MIN_WINDOW_S = 3.0  # a window never ends before a worker's report (every 3 s) could have reached the master
 HOLD_TIMEOUT_S = 5.0  # the longest wait for every worker's closed window before deciding on what came
-UNFINISHED = "the run ended before the search did"
+UNFINISHED = "the run ended before the search did (-t, a stop, a signal)"
 NO_THRESHOLDS = "no threshold to judge a step by: give --llm-threshold or keep the scenarios' SLOs (--scenario-slo on)"
 
 
@@ -57,6 +57,10 @@ class CapacityShape(LoadTestShape):
     def tick(self) -> tuple[int, float] | None:
         if self.search is None:
             self._begin_search()
+        run_time = self._opt("run_time", None)
+        if run_time and self.get_run_time() >= float(run_time):  # Locust leaves -t to a shape
+            self._publish(UNFINISHED)
+            return None
         elapsed = self.get_run_time() - self.phase_at
         if self.phase == WARMUP and elapsed >= float(self._opt("llm_capacity_warmup_s", 10.0)):
             self._enter(MEASURE)
