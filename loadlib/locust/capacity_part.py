@@ -43,7 +43,8 @@ class CapacityPart(NodePart):
         self.closed_by: dict[int, set[str]] = {}
         self.answer: dict[str, Any] | None = None  # the summary's `capacity`, set by the search
         self.listening = False
-        if runner is not None and MESSAGE not in runner.custom_messages:
+        messages = getattr(runner, "custom_messages", None)  # a runner made by hand (a test's) may have none
+        if isinstance(messages, dict) and MESSAGE not in messages:
             runner.register_message(MESSAGE, self.on_message)
 
     @property
