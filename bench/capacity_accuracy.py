@@ -7,6 +7,7 @@ most 5 s per step. Prints per run: max_users, the answer key's users, their rati
 failing load, the wall time; then per setting the spread of the repeats.
 
     /work/venv/bin/python bench/capacity_accuracy.py [--repeats 3] [--start 8]
+    /work/venv/bin/python bench/capacity_accuracy.py --saturation   # the fixed-delay mock: where the client gives out
 """
 
 from __future__ import annotations
@@ -54,11 +55,29 @@ def answer_key(url: str) -> int:
         return int(json.loads(r.read())["users"])
 
 
+def saturation() -> None:
+    """The fixed-delay mock has no capacity limit: the search must stop where the client saturates, a lower bound."""
+    with (
+        start_subprocess(MockConfig(ttft_ms=10, itl_ms=2, output_tokens=4)) as mock,
+        tempfile.TemporaryDirectory() as t,
+    ):
+        capacity, seconds = one_run(mock.url, 32, Path(t) / "s.json")
+    bound = f"lower bound {capacity['lower_bound']}: {capacity['stopped']}"
+    print(f"max_users {capacity['max_users']}, {bound} ({seconds:.1f} s)")
+    for s in capacity["steps"]:
+        ttft, why = s["ttft_ms"]["p95"], s["client_reason"] or ""
+        print(f"  {s['users']:>5} users  {s['requests_per_s']:>8.1f} req/s  TTFT p95 {ttft} ms  {why}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--start", type=int, default=8)
+    ap.add_argument("--saturation", action="store_true", help="search the fixed-delay mock instead")
     a = ap.parse_args()
+    if a.saturation:
+        saturation()
+        return
     head = f"{'setting':<20} {'run':>3} {'max_users':>9} {'key':>4} {'ratio':>6} {'first fail':>10} {'wall s':>7}"
     print(f"{head}  steps")
     for name, prefill in SETTINGS.items():
