@@ -8,15 +8,17 @@ three times each."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from loadlib.mock import MockConfig, start_subprocess
+from tests.integration.influx_server import InfluxServer, find_influxd
 from tests.integration.locust_runs import load, run_distributed
 
 pytestmark = pytest.mark.alone
@@ -73,10 +75,31 @@ def test_the_search_finds_the_batching_mocks_capacity_within_10_percent(tmp_path
     print(f"max_users {capacity['max_users']} against {truth}, steps {loads(capacity)}, {seconds:.1f} s")
 
 
+@contextlib.contextmanager
+def influx_if_installed(root: Path) -> Iterator[InfluxServer | None]:
+    """A fresh influxd when one is installed (CI installs it), else None: the annotations are checked where they can
+    be, the search everywhere."""
+    binary, _ = find_influxd()
+    if binary is None:
+        yield None
+        return
+    server = InfluxServer(binary, root)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def test_without_a_capacity_limit_the_search_stops_at_its_maximum_as_a_lower_bound(tmp_path: Path) -> None:
-    with start_subprocess(MockConfig(ttft_ms=10, itl_ms=2, output_tokens=4)) as mock:
-        args = ("--llm-capacity-start", "4", "--llm-capacity-max", "8", "--llm-capacity-min", "10")
+    mock_config = MockConfig(ttft_ms=10, itl_ms=2, output_tokens=4)
+    with start_subprocess(mock_config) as mock, influx_if_installed(tmp_path / "influxd") as influx:
+        args = ["--llm-capacity-start", "4", "--llm-capacity-max", "8", "--llm-capacity-min", "10"]
+        args += ["--influx-url", influx.url, "--influx-api", "v1", "--influx-db", "locust"] if influx else []
         code, err, _, summary = search(mock.url, tmp_path / "s.json", "--llm-junit", str(tmp_path / "j.xml"), *args)
+        if influx is not None:  # each decided step is an annotation
+            where = f"\"kind\" = 'capacity_step' AND \"run_id\" = '{summary['meta']['run_id']}'"
+            assert influx.count("locust", "llm_event", "message", where) == 2
     capacity = summary["capacity"]
     assert capacity["lower_bound"] and capacity["max_users"] == 8 and loads(capacity) == [4, 8], capacity
     assert capacity["stopped"] == "the maximum of 8 users held" and capacity["gate_passed"] is False
