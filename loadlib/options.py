@@ -12,80 +12,66 @@ environment variable that --llm-api-key-env names (and INFLUX_TOKEN, INFLUX_USER
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
+from loadlib.option import (
+    CACHE as CACHE,
+)
+from loadlib.option import (
+    CAPACITY as CAPACITY,
+)
+from loadlib.option import (
+    CHAT as CHAT,
+)
+from loadlib.option import (
+    CLIENT as CLIENT,
+)
+from loadlib.option import (
+    COMPLIANCE as COMPLIANCE,
+)
+from loadlib.option import (
+    DATA as DATA,
+)
+from loadlib.option import (
+    DOC as DOC,
+)
+from loadlib.option import (
+    ENDPOINT as ENDPOINT,
+)
+from loadlib.option import (
+    FAILOVER as FAILOVER,
+)
+from loadlib.option import (
+    INFLUX as INFLUX,
+)
+from loadlib.option import (
+    LIMITS as LIMITS,
+)
+from loadlib.option import (
+    LOAD as LOAD,
+)
+from loadlib.option import (
+    OUTPUT as OUTPUT,
+)
+from loadlib.option import (
+    SHAPES as SHAPES,
+)
+from loadlib.option import (
+    JoinAction as JoinAction,
+)
+from loadlib.option import (
+    Option as Option,
+)
+from loadlib.option import (
+    argparse_text as argparse_text,
+)
 from loadlib.outputs.progress import checked_mode as checked_progress
 from loadlib.pacing import PROCESSES as ARRIVAL_PROCESSES
 from loadlib.providers import registry as providers
 
-ENDPOINT = "LLM endpoint and requests"
-LIMITS = "Time and size limits"
-OUTPUT = "Outputs"
-CLIENT = "Client health"
-LOAD = "Load model (any scenario)"
-DATA = "Scenario data"
-CHAT = "Support chat scenario"
-DOC = "Long-document scenario"
-COMPLIANCE = "Compliance scenario"
-CACHE = "Cache probe scenario"
-SHAPES = "Load shapes (RampShape, StepShape)"
-INFLUX = "InfluxDB sink"
-FAILOVER = "Failover and drills (docs/failover.md)"
 DEFAULT_AUDIT = "results/audit-{run_id}.jsonl"
 DOC_MODES = ("whole", "chunked", "probe")
-
-
-@dataclass(frozen=True)
-class Option:
-    """One option: its flag, default, type and help, the group it is listed under, and whether the web UI's start
-    form offers it (paths and files are left to the command line)."""
-
-    flag: str
-    help: str
-    group: str
-    default: Any = ""
-    type: Callable[[str], Any] | None = None
-    choices: tuple[str, ...] | None = None
-    flag_only: bool = False  # a switch: present or absent (store_true)
-    web_ui: bool = True
-    repeatable: bool = False  # each occurrence adds to the list (JoinAction), none is silently dropped
-
-    @property
-    def dest(self) -> str:
-        return self.flag.removeprefix("--").replace("-", "_")
-
-    @property
-    def env_var(self) -> str:
-        return "LLM_" + self.flag.removeprefix("--").removeprefix("llm-").replace("-", "_").upper()
-
-    def kwargs(self) -> dict[str, Any]:
-        """argparse keyword arguments (Locust's parser also reads `env_var` and `include_in_web_ui`)."""
-        kw: dict[str, Any] = {"help": argparse_text(self.help), "default": self.default, "env_var": self.env_var}
-        if self.flag_only:
-            kw["action"] = "store_true"
-        elif self.repeatable:
-            kw["action"] = JoinAction
-        else:
-            kw.update({k: v for k, v in (("type", self.type), ("choices", self.choices)) if v is not None})
-        return kw
-
-
-class JoinAction(argparse.Action):
-    """A repeatable option whose value stays one ';'-separated string: `--llm-threshold A --llm-threshold B` is
-    'A; B'. argparse's default would keep only B, silently; a string (not a list) is what the web UI's form, the
-    environment variable and locust.conf give, and what the master sends its workers."""
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
-        before = getattr(namespace, self.dest, None)
-        setattr(namespace, self.dest, f"{before}; {values}" if before and before != self.default else values)
-
-
-def argparse_text(text: str) -> str:
-    """argparse formats help with %: a literal percent sign (as in 'error_rate < 1%') must be doubled."""
-    return text.replace("%", "%%")
 
 
 def _o(flag: str, group: str, default: Any, help: str, **kw: Any) -> Option:
@@ -430,6 +416,19 @@ OPTIONS: tuple[Option, ...] = (
     _o("--shape-ramp-s", SHAPES, 0.0, "RampShape: seconds to reach the user count (0 = half the run time)."),
     _o("--shape-steps", SHAPES, 5, "StepShape: number of steps."),
     _o("--shape-step-s", SHAPES, 30.0, "StepShape: seconds per step."),
+    # capacity search
+    _o("--llm-capacity-start", CAPACITY, 1, "Users of the search's first step."),
+    _o("--llm-capacity-max", CAPACITY, 1000, "Most users tried; when they hold, the answer is a lower bound."),
+    _o(
+        "--llm-capacity-precision",
+        CAPACITY,
+        0.05,
+        "Relative precision: the search ends when the smallest failing load is within it of the largest that held, "
+        "and a step's window may end early once each threshold's percentile is known within it.",
+    ),
+    _o("--llm-capacity-warmup-s", CAPACITY, 10.0, "Seconds of each step left out before its window opens."),
+    _o("--llm-capacity-window-s", CAPACITY, 30.0, "Longest measuring window of a step, seconds."),
+    _o("--llm-capacity-min", CAPACITY, 0, "CI gate: exit code 99 when the capacity found is below this (0: none)."),
     # InfluxDB
     _o(
         "--influx-url",

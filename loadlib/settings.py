@@ -152,6 +152,12 @@ class Options:
     shape_ramp_s: float
     shape_steps: int
     shape_step_s: float
+    llm_capacity_start: int
+    llm_capacity_max: int
+    llm_capacity_precision: float
+    llm_capacity_warmup_s: float
+    llm_capacity_window_s: float
+    llm_capacity_min: int
     influx_url: str
     influx_api: str
     influx_db: str

@@ -68,7 +68,8 @@ class VerdictPart(NodePart):
         summary["interrupted"] = self.interrupted
         summary["fatal"] = self.fatal
         summary["not_started"] = self.not_started
-        results = evaluate(applicable(self.thresholds, summary), summary, histograms=self.histograms)
+        judged = [] if summary.get("capacity") else applicable(self.thresholds, summary)  # a search judges per step
+        results = evaluate(judged, summary, histograms=self.histograms)
         outcome = verdicts.verdict(results, summary)
         if results:
             summary["thresholds"] = results

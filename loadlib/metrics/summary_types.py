@@ -105,3 +105,4 @@ class Summary(TypedDict, total=False):
     fatal: str | None
     not_started: str | None
     integrity: dict[str, Any] | None
+    capacity: dict[str, Any] | None

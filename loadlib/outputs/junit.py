@@ -50,6 +50,7 @@ def junit_xml(summary: Mapping[str, Any], thresholds: Thresholds | None = None) 
         *(threshold_case(t) for t in thresholds_of(summary, thresholds)),
         client_case(summary),
         *drill_cases(summary),
+        *capacity_cases(summary),
         *verdict_cases(summary),
     ]
     time = _time(summary.get("duration_s"))
@@ -102,6 +103,8 @@ def client_case(summary: Mapping[str, Any]) -> Case:
     saturated = summary.get("client_saturated")
     if saturated is None:
         return Case(CLIENT_CASE, "loadlib.client", "skipped", "not checked (no loop-lag samples)")
+    if saturated and summary.get("capacity"):  # a search overloads on purpose: it judges its client per step
+        return Case(CLIENT_CASE, "loadlib.client", "skipped", "judged per step by the capacity search")
     if saturated:
         reasons = list(client.get("reasons") or ["client saturated"])
         detail = "\n".join([*reasons, *(client.get("warnings") or [])])
@@ -127,6 +130,22 @@ def drill_cases(summary: Mapping[str, Any]) -> list[Case]:
             else:
                 out.append(Case(name, "loadlib.failover", "failure", reason, reason, "drill"))
     return out
+
+
+def capacity_cases(summary: Mapping[str, Any]) -> list[Case]:
+    """A capacity search: one testcase with its answer, a failure when it is below --llm-capacity-min."""
+    c = summary.get("capacity")
+    if not c:
+        return []
+    bound = f" (a lower bound: {c.get('stopped')})" if c.get("lower_bound") else ""
+    message = f"max_users {c.get('max_users')}{bound}; first failing {c.get('first_failed_users')} users"
+    detail = "\n".join(
+        f"step {s['step']}: {s['users']} users {'held' if s['passed'] else 'failed'}: {'; '.join(s['failed'])}"
+        for s in c.get("steps") or []
+    )
+    name = f"capacity >= {c['minimum']} users" if c.get("minimum") is not None else "capacity search"
+    outcome = "failure" if c.get("gate_passed") is False else "passed"
+    return [Case(name, "loadlib.capacity", outcome, message, detail)]
 
 
 def verdict_cases(summary: Mapping[str, Any]) -> list[Case]:

@@ -100,6 +100,8 @@ def markdown_summary(summary: Mapping[str, Any], thresholds: Thresholds | None =
     drills = ((summary.get("failover") or {}).get("drills")) or []
     if drills:
         blocks.append(_drill_table(drills))
+    if summary.get("capacity"):
+        blocks.append(_capacity_table(summary["capacity"]))
     return "\n\n".join(b for b in blocks if b) + "\n"
 
 
@@ -290,3 +292,31 @@ def _drill_word(d: Mapping[str, Any]) -> str:
     if d.get("passed") is False:
         return "**FAIL**"
     return "pass so far (running at the end)" if d.get("running") else "pass"
+
+
+def _capacity_table(c: Mapping[str, Any]) -> str:
+    """The capacity search: its answer, then one row per step."""
+    if c.get("lower_bound"):
+        head = f"**Capacity: {c.get('max_users')} users** (a lower bound only: {esc(c.get('stopped'))})"
+    else:
+        why = esc("; ".join(c.get("first_failed_by") or []))
+        head = f"**Capacity: {c.get('max_users')} users** (first failing: {c.get('first_failed_users')} users, {why})"
+    rows = [_capacity_cells(s) for s in c.get("steps") or []]
+    header = ["step", "users", "result", "req/s", "out tok/s", "TTFT p50 / p95", "TPOT p95", "E2E p95", "errors"]
+    return head + "\n\n" + _table(header, "rrlrrrrrr", rows)
+
+
+def _capacity_cells(s: Mapping[str, Any]) -> list[str]:
+    result = "held" if s.get("passed") else ("client saturated" if s.get("client_saturated") else "**FAIL**")
+    ttft = f"{figure(s['ttft_ms']['p50'])} / {figure(s['ttft_ms']['p95'])} ms"
+    return [
+        str(s.get("step")),
+        str(s.get("users")),
+        result,
+        figure(s.get("requests_per_s")),
+        figure(s.get("output_tokens_per_s")),
+        ttft,
+        f"{figure(s['tpot_ms']['p95'])} ms",
+        f"{figure(s['e2e_ms']['p95'])} ms",
+        str(s.get("errors")),
+    ]

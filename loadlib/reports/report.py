@@ -13,6 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from loadlib.reports import run_figures as rf
+from loadlib.reports.capacity_curve import capacity_html
 from loadlib.reports.html import figure, page, section, table
 from loadlib.reports.records_in import OK, Records
 from loadlib.reports.run_scenarios import scenario_sections
@@ -45,6 +46,8 @@ def build_report(rec: Records, summary: Mapping[str, Any] | None, files: Sequenc
         section("Prompt size and TTFT", _prefill(rec)),
         section("Client health", client_html(summary)),
     ]
+    if summary and summary.get("capacity"):
+        sections.insert(2, section("Capacity search", *capacity_html(summary["capacity"])))
     run_id = _run_id(rec, summary)
     subtitle = f"run {run_id or '-'} · {len(rec)} attempts" + (f" · {duration:.1f} s" if duration else "")
     return page("loadlib run report", subtitle, sections)

@@ -38,8 +38,10 @@ def verdict(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) ->
     - `invalid`: a test ran but no attempt completed (every one was cut off by its end, or none was sent): there is
       nothing to judge, even without thresholds;
     - `invalid`: the client was saturated (no number can be trusted);
-    - `fail`: a judged threshold failed, a drill missed its targets, or a lost threshold aborted the run; a failure
-      that was measured stands even when other thresholds could not be judged;
+    - `fail`: a judged threshold failed, a drill missed its targets, a lost threshold aborted the run, or a
+      capacity search found less than its gate (a capacity run judges its thresholds per step and its client per
+      step: its whole-run saturation does not make it invalid); a failure that was measured stands even when other
+      thresholds could not be judged;
     - `invalid`: a threshold the user gave could not be judged (too few samples, no matching requests);
     - `pass`. A scenario's SLO default that could not be judged is reported "not judged" and decides nothing: the
       user did not ask for it, and a short first run should not end invalid with zero errors."""
@@ -48,10 +50,12 @@ def verdict(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) ->
     incomplete = [f"run incomplete: {r}" for r in integrity.get("reasons") or []]
     stopped = _stopped(summary)
     empty = _nothing_completed(summary)
-    if not results and not drills and not incomplete and not stopped and not summary.get("interrupted") and not empty:
+    capacity = summary.get("capacity")
+    decides = results or drills or incomplete or stopped or summary.get("interrupted") or empty or capacity
+    if not decides:
         return None
-    failed = _failed(results, drills, summary.get("aborted"))
-    untrusted = [*empty, *_saturated(summary)]
+    failed = _failed(results, drills, summary.get("aborted")) + _capacity_failed(capacity)
+    untrusted = [*empty, *([] if capacity else _saturated(summary))]
     unjudged = [] if summary.get("aborted") else _unjudged(results)
     if stopped:
         status, reasons = stopped
@@ -66,7 +70,7 @@ def verdict(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) ->
     elif unjudged:
         status, reasons = "invalid", unjudged
     else:
-        status, reasons = "pass", []
+        status, reasons = "pass", _capacity_held(capacity)
     return {"status": status, "exit_code": EXIT_CODES[status], "reasons": reasons}
 
 
@@ -95,6 +99,29 @@ def _failed(results: Sequence[Mapping[str, Any]], drills: list[dict[str, Any]], 
     if aborted:
         failed.insert(0, f"aborted after {aborted['after_s']:.1f} s: {aborted['reasons'][0]}")
     return failed
+
+
+def _capacity_failed(capacity: Mapping[str, Any] | None) -> list[str]:
+    """A capacity search's CI gate (--llm-capacity-min) that the answer did not reach."""
+    if not capacity or capacity.get("gate_passed") is not False:
+        return []
+    return [_capacity_gate(capacity)]
+
+
+def _capacity_held(capacity: Mapping[str, Any] | None) -> list[str]:
+    """A capacity run that passed says what it found (and its gate)."""
+    if not capacity:
+        return []
+    if capacity.get("minimum") is not None:
+        return [_capacity_gate(capacity)]
+    bound = " (a lower bound)" if capacity.get("lower_bound") else ""
+    return [f"capacity max_users {capacity.get('max_users')}{bound}"]
+
+
+def _capacity_gate(c: Mapping[str, Any]) -> str:
+    bound = " (a lower bound)" if c.get("lower_bound") else ""
+    rel = ">=" if c.get("gate_passed") else "<"
+    return f"capacity max_users {c.get('max_users')}{bound} {rel} --llm-capacity-min {c.get('minimum')}"
 
 
 def _saturated(summary: Mapping[str, Any]) -> list[str]:

@@ -19,14 +19,14 @@ MAX_MODULE_LINES = 500
 # Lowest first: the units of a layer import only units of lower layers (docs/architecture.md, "Layers").
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
-    ("logs", "redact", "pacing", "histogram", "mockapi"),
+    ("logs", "redact", "pacing", "histogram", "mockapi", "option"),
     ("providers",),
     ("config",),
     ("transport",),
     ("records",),
     ("data", "metrics", "sinks"),
     ("mock", "verdicts"),
-    ("outputs",),
+    ("outputs", "capacity"),
     ("failover",),
     ("options",),
     ("settings", "options_help", "reports"),

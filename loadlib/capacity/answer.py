@@ -1,0 +1,97 @@
+"""The search's answer as the summary holds it (`capacity`: schemas/summary-v1.schema.json) and as the console
+prints it: the largest load that held, the first that failed and why, whether the answer is only a lower bound, and
+one row per step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loadlib.capacity.search import Search
+from loadlib.capacity.step import StepWindow, step_summary
+
+
+def step_row(
+    index: int,
+    users: int,
+    window: StepWindow,
+    duration_s: float,
+    results: Sequence[Mapping[str, Any]],
+    client: str | None,
+    request_slo: str = "",
+) -> dict[str, Any]:
+    """One step of the table: its load, what the window measured, which thresholds failed, the client's state."""
+    total = step_summary(window, duration_s, request_slo)["total"]
+    lat = total["latency_ms"]
+    failing = [f"{r['expression']}: {r['reason']}" for r in results if r["passed"] is not True]
+    return {
+        "step": index,
+        "users": users,
+        "window_s": round(duration_s, 3),
+        "requests": total["count"],
+        "requests_per_s": total["requests_per_s"],
+        "output_tokens_per_s": total["output_tokens_per_s"],
+        "ttft_ms": _pair(lat["ttft"]),
+        "tpot_ms": _pair(lat["tpot"]),
+        "e2e_ms": _pair(lat["e2e"]),
+        "errors": total["errors_total"],
+        "error_rate": total["error_rate"],
+        "goodput": total.get("goodput"),
+        "client_saturated": client is not None,
+        "client_reason": client,
+        "passed": not failing and client is None,
+        "failed": failing,
+    }
+
+
+def _pair(dist: Mapping[str, Any]) -> dict[str, Any]:
+    return {"p50": dist.get("p50"), "p95": dist.get("p95")}
+
+
+def section(search: Search, steps: Sequence[dict[str, Any]], stop: str | None, minimum: int | None) -> dict[str, Any]:
+    """The summary's `capacity`: `stop` says why the search ended early (its answer is then a lower bound)."""
+    first_fail = next((s for s in steps if s["users"] == search.failed and not s["passed"]), None)
+    return {
+        "mode": "users",
+        "max_users": search.held,
+        "lower_bound": stop is not None,
+        "stopped": stop,
+        "first_failed_users": search.failed,
+        "first_failed_by": (first_fail or {}).get("failed") or None,
+        "precision": search.precision,
+        "minimum": minimum,
+        "gate_passed": None if minimum is None else search.held >= minimum,
+        "steps": list(steps),
+    }
+
+
+def lines(capacity: dict[str, Any] | None) -> list[str]:
+    """The console's capacity block: the answer, then one line per step."""
+    if not capacity:
+        return []
+    out = ["Capacity search:", f"  {answer_line(capacity)}"]
+    return out + [step_line(s) for s in capacity["steps"]]
+
+
+def step_line(s: dict[str, Any]) -> str:
+    """One step as the console (and an InfluxDB annotation) shows it."""
+    mark = "held" if s["passed"] else "FAIL"
+    return (
+        f"  step {s['step']:>2} {s['users']:>5} users  {mark}  {_num(s['requests_per_s'])} req/s  "
+        f"{_num(s['output_tokens_per_s'])} out tok/s  TTFT p50/p95 {_num(s['ttft_ms']['p50'])}/"
+        f"{_num(s['ttft_ms']['p95'])} ms  E2E p95 {_num(s['e2e_ms']['p95'])} ms  errors {s['errors']}"
+        f"{'  client saturated' if s['client_saturated'] else ''}"
+    )
+
+
+def answer_line(c: dict[str, Any]) -> str:
+    """`max_users 24 (within 5 %); first failing 26 users: ttft p95 < 500ms: ...`, or a lower bound and why."""
+    head = f"max_users {c['max_users']}"
+    if c["lower_bound"]:
+        return f"{head} (a lower bound only: {c['stopped']})"
+    why = "; ".join(c["first_failed_by"] or []) or "the client"
+    return f"{head} (within {c['precision'] * 100:g} %); first failing {c['first_failed_users']} users: {why}"
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.1f}"

@@ -1,0 +1,133 @@
+"""The capacity search's node part: each step's measuring window, counted on every load node and merged exactly on
+the master, where the search (loadlib.locust.capacity_shape) reads it.
+
+The master tells every node where the search is with one message, `loadlib_capacity` (step, phase): `warmup` when a
+step's load is set, `measure` when its window opens, `hold` when it closes. A node counts a record into the step's
+window when it ended while the window was open and started after the step's load was set; it counts its loop lag
+and CPU of each second of the window. At `hold` a worker sends its report at once (not at the next 3 s report), with
+the step marked closed, so the master decides as soon as every worker's window is in."""
+
+from __future__ import annotations
+
+from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
+
+import time
+from typing import Any
+
+from loadlib.capacity import answer
+from loadlib.capacity.step import StepWindow
+from loadlib.locust.part_registry import register_part
+from loadlib.locust.parts import Node, NodePart
+from loadlib.metrics.summary_types import Summary
+from loadlib.records.record import RequestRecord
+from loadlib.verdicts.goodput import RequestSLO, parse_request_slo
+
+MESSAGE = "loadlib_capacity"
+WARMUP, MEASURE, HOLD = "warmup", "measure", "hold"
+
+
+class CapacityPart(NodePart):
+    """On a load node: the open step's window and the closed ones still to ship. On the master (or a local runner):
+    every step's merged window, which workers closed it, and the search's answer for the summary."""
+
+    key = "llm_capacity"
+
+    def __init__(self, runner: Any = None) -> None:
+        self.runner = runner
+        self.step: int | None = None
+        self.phase = ""
+        self.step_start_ns = 0
+        self.slo: RequestSLO | None = None
+        self.outgoing: dict[int, StepWindow] = {}
+        self.closing: list[int] = []
+        self.windows: dict[int, StepWindow] = {}
+        self.closed_by: dict[int, set[str]] = {}
+        self.answer: dict[str, Any] | None = None  # the summary's `capacity`, set by the search
+        self.listening = False
+        messages = getattr(runner, "custom_messages", None)  # a runner made by hand (a test's) may have none
+        if isinstance(messages, dict) and MESSAGE not in messages:
+            runner.register_message(MESSAGE, self.on_message)
+
+    @property
+    def local(self) -> bool:
+        return not isinstance(self.runner, MasterRunner | WorkerRunner)
+
+    # the search's side (master or local runner)
+
+    def tell(self, step: int, phase: str) -> None:
+        """Tell every node (this one too, when it generates load) that `step` enters `phase`."""
+        if self.runner is not None:
+            self.runner.send_message(MESSAGE, {"step": step, "phase": phase})
+
+    def window(self, step: int) -> StepWindow:
+        return self.windows.setdefault(step, StepWindow())
+
+    def closed(self, step: int) -> bool:
+        """Whether every live worker has shipped its whole window of `step` (a local runner has at once)."""
+        if self.local:
+            return self.step == step and self.phase == HOLD
+        live = {str(w.id) for w in self.runner.clients.values() if w.state != STATE_MISSING}
+        return live <= self.closed_by.get(step, set())
+
+    # every node
+
+    def on_message(self, environment: Any = None, msg: Any = None, **_: Any) -> None:
+        data = msg.data
+        step, phase = int(data["step"]), str(data["phase"])
+        if phase == WARMUP:
+            self.step_start_ns = time.time_ns()
+        if phase == HOLD and self.step == step and self.phase == MEASURE:
+            self.closing.append(step)
+        self.step, self.phase = step, phase
+        if phase == HOLD and isinstance(self.runner, WorkerRunner):
+            self.runner._send_stats()  # the closed window now, not at the next report
+
+    def start(self, ctx: Node) -> None:
+        self.slo = parse_request_slo(ctx.options.llm_request_slo)
+        if ctx.generates_load and not self.listening:
+            ctx.events.worker_health.add_listener(self.on_health)
+            self.listening = True
+
+    def _open(self) -> StepWindow | None:
+        if self.step is None or self.phase != MEASURE:
+            return None
+        return self.window(self.step) if self.local else self.outgoing.setdefault(self.step, StepWindow())
+
+    def add(self, record: RequestRecord) -> None:
+        window = self._open()
+        if window is not None and record.start_unix_ns >= self.step_start_ns:
+            window.stats.add(record, self.slo is not None and self.slo.meets(record))
+
+    def on_health(self, cpu_percent: float = 0.0, loop_lag_ms: float = 0.0, **_: Any) -> None:
+        window = self._open()
+        if window is not None:
+            window.lag.record(loop_lag_ms)
+            window.cpu.record(cpu_percent)
+
+    def ship(self) -> Any:
+        if not self.outgoing and not self.closing:
+            return None
+        data = {"windows": {str(k): w.serialize() for k, w in self.outgoing.items()}, "closed": list(self.closing)}
+        self.outgoing, self.closing = {}, []
+        return data
+
+    def merge(self, data: Any, worker: str) -> None:
+        for step, window in data["windows"].items():
+            self.window(int(step)).merge_serialized(window)
+        for step in data["closed"]:
+            self.closed_by.setdefault(int(step), set()).add(worker)
+
+    def summarize(self, summary: Summary) -> None:
+        if self.answer is not None:
+            summary["capacity"] = self.answer
+
+    def lines(self, summary: dict[str, Any]) -> list[str]:
+        return answer.lines(summary.get("capacity"))
+
+
+def _make(ctx: Any) -> CapacityPart:
+    return CapacityPart(getattr(getattr(ctx, "environment", None), "runner", None))
+
+
+# after the worker ledger, before the verdicts: the verdict reads the capacity gate (--llm-capacity-min)
+register_part("capacity", 850, _make)

@@ -1,0 +1,108 @@
+"""The capacity search end to end (issue 27): a real mock over HTTP, a real Locust master and 2 workers.
+
+Against the batching mock, whose answer key (`GET /mock/capacity`) knows its capacity for the same SLO, the search's
+`max_users` is within 10 % of it; against the fixed-delay mock (no capacity limit) the search stops at its maximum
+and says its answer is only a lower bound. The engine is set so its capacity is small and its requests short (4
+output tokens), so a step measures its 100 samples in a few seconds; bench/capacity_accuracy.py runs three settings
+three times each."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import urllib.request
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadlib.mock import MockConfig, start_subprocess
+from tests.integration.influx_server import InfluxServer, find_influxd
+from tests.integration.locust_runs import load, run_distributed
+
+pytestmark = pytest.mark.alone
+
+SLO = "ttft p95 < 300ms; error_rate < 1%"
+# prefill-bound: one prompt's worth of tokens a step (chunked prefill), so TTFT is queueing for the prefill and does
+# not hang on whether a request catches the step starting as it arrives (the answer key's users turn round in 1 ms);
+# no prefix cache: the chat prompts share their system prompt, the answer key's workload shares nothing
+ENGINE = {
+    "step_base_ms": 6.0,
+    "decode_ms_per_seq": 0.5,
+    "max_batched_tokens": 64,
+    "output_tokens": 4,
+    "prefix_caching": "off",
+}
+FAST_STEPS = ("--llm-capacity-warmup-s", "1", "--llm-capacity-window-s", "3")
+
+
+def search(host: str, summary: Path, *args: str, timeout: float = 90) -> tuple[int, str, float, dict[str, Any]]:
+    """One distributed capacity run (master + 2 workers) against `host`: exit code, stderr, seconds, the summary."""
+    code, err, seconds = run_distributed(
+        *("--host", host + "/v1", "--llm-api-key-env", "none", "--llm-summary", str(summary)),
+        *("--llm-threshold", SLO, *FAST_STEPS, *args),
+        locustfile="locustfiles/capacity.py",
+        timeout=timeout,
+    )
+    return code, err, seconds, load(summary) if summary.exists() else {}
+
+
+def answer_key(url: str, query: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{url}/mock/capacity?{query}", timeout=60) as r:
+        found: dict[str, Any] = json.loads(r.read())
+    return found
+
+
+def loads(capacity: dict[str, Any]) -> Sequence[int]:
+    return [s["users"] for s in capacity["steps"]]
+
+
+def test_the_search_finds_the_batching_mocks_capacity_within_10_percent(tmp_path: Path) -> None:
+    config = MockConfig(engine="batching", prefill_ms_per_1k=500.0, **ENGINE)  # 15 users
+    with start_subprocess(config) as mock:
+        args = ("--llm-capacity-start", "8", "--llm-capacity-precision", "0.1")
+        code, err, seconds, summary = search(mock.url, tmp_path / "s.json", *args)
+        truth = answer_key(mock.url, "ttft_p95_ms=300&output_tokens=4")["users"]
+    assert code == 0, err[-3000:]
+    capacity = summary["capacity"]
+    assert not capacity["lower_bound"], capacity
+    assert abs(capacity["max_users"] - truth) <= 0.1 * truth, (capacity["max_users"], truth, loads(capacity))
+    assert capacity["first_failed_users"] > capacity["max_users"]
+    assert capacity["first_failed_by"][0].startswith("ttft p95 < 300ms")
+    for step in capacity["steps"]:
+        assert step["requests"] > 0 and step["ttft_ms"]["p95"] is not None and not step["client_saturated"]
+    print(f"max_users {capacity['max_users']} against {truth}, steps {loads(capacity)}, {seconds:.1f} s")
+
+
+@contextlib.contextmanager
+def influx_if_installed(root: Path) -> Iterator[InfluxServer | None]:
+    """A fresh influxd when one is installed (CI installs it), else None: the annotations are checked where they can
+    be, the search everywhere."""
+    binary, _ = find_influxd()
+    if binary is None:
+        yield None
+        return
+    server = InfluxServer(binary, root)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_without_a_capacity_limit_the_search_stops_at_its_maximum_as_a_lower_bound(tmp_path: Path) -> None:
+    mock_config = MockConfig(ttft_ms=10, itl_ms=2, output_tokens=4)
+    with start_subprocess(mock_config) as mock, influx_if_installed(tmp_path / "influxd") as influx:
+        args = ["--llm-capacity-start", "4", "--llm-capacity-max", "8", "--llm-capacity-min", "10"]
+        args += ["--influx-url", influx.url, "--influx-api", "v1", "--influx-db", "locust"] if influx else []
+        code, err, _, summary = search(mock.url, tmp_path / "s.json", "--llm-junit", str(tmp_path / "j.xml"), *args)
+        if influx is not None:  # each decided step is an annotation
+            where = f"\"kind\" = 'capacity_step' AND \"run_id\" = '{summary['meta']['run_id']}'"
+            assert influx.count("locust", "llm_event", "message", where) == 2
+    capacity = summary["capacity"]
+    assert capacity["lower_bound"] and capacity["max_users"] == 8 and loads(capacity) == [4, 8], capacity
+    assert capacity["stopped"] == "the maximum of 8 users held" and capacity["gate_passed"] is False
+    assert code == 99, err[-3000:]
+    assert summary["verdict"]["reasons"][0] == "capacity max_users 8 (a lower bound) < --llm-capacity-min 10"
+    assert 'name="capacity &gt;= 10 users"' in (tmp_path / "j.xml").read_text()

@@ -1,0 +1,32 @@
+"""A capacity run's verdict: its thresholds are judged per step, so the run passes with what it found, fails (99)
+below --llm-capacity-min and says so in the verdict line, and is not made invalid by its own overload."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadlib.verdicts.verdict import verdict, verdict_line
+
+
+def summary(max_users: int, minimum: int | None, lower_bound: bool = False) -> dict[str, Any]:
+    gate = None if minimum is None else max_users >= minimum
+    capacity = {"max_users": max_users, "minimum": minimum, "gate_passed": gate, "lower_bound": lower_bound}
+    total = {"count": 100, "cut_off": 0}
+    return {"duration_s": 60.0, "total": total, "capacity": capacity, "client_saturated": True}
+
+
+def test_below_the_gate_fails_with_exit_99_and_says_so() -> None:
+    v = verdict([], summary(12, 40))
+    assert v is not None and (v["status"], v["exit_code"]) == ("fail", 99)
+    assert verdict_line(v) == "Verdict: FAIL (exit code 99): capacity max_users 12 < --llm-capacity-min 40"
+
+
+def test_at_or_above_the_gate_passes_even_as_a_lower_bound() -> None:
+    v = verdict([], summary(40, 40, lower_bound=True))
+    assert v is not None and v["exit_code"] == 0
+    assert v["reasons"] == ["capacity max_users 40 (a lower bound) >= --llm-capacity-min 40"]
+
+
+def test_without_a_gate_the_run_passes_and_names_its_answer() -> None:
+    v = verdict([], summary(25, None))
+    assert v is not None and v["status"] == "pass" and v["reasons"] == ["capacity max_users 25"]
