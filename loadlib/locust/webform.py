@@ -33,7 +33,12 @@ FIRST = (
     "llm_abort_delay",
     "llm_provider",
 )  # the form's top, in this order; then the scenario's own options, then the load model, then the rest
-SCENARIO_GROUPS = {reg.CHAT: "support_chat", reg.DOC: "long_document", reg.COMPLIANCE: "compliance"}
+SCENARIO_GROUPS = {
+    reg.CHAT: "support_chat",
+    reg.DOC: "long_document",
+    reg.COMPLIANCE: "compliance",
+    reg.CACHE: "cache_probe",
+}
 LONG_REQUESTS = ("llm_timeout_ttft", "llm_timeout_total")  # 128K-token documents outlast the default timeouts
 SHAPE_OF = {"shape_ramp_s": "RampShape", "shape_steps": "StepShape", "shape_step_s": "StepShape"}
 LABELS = {
@@ -129,6 +134,7 @@ def applies(option: reg.Option, facts: RunFacts) -> bool:
     rules = {
         reg.DATA: bool(facts.scenarios & set(SCENARIO_GROUPS.values())),
         reg.SHAPES: SHAPE_OF.get(option.dest) in facts.shapes,
+        reg.CAPACITY: "CapacityShape" in facts.shapes,
         reg.FAILOVER: facts.pool,
         reg.INFLUX: facts.influx,
         reg.LIMITS: option.dest in LONG_REQUESTS and "long_document" in facts.scenarios,
@@ -142,7 +148,7 @@ def form_order(facts: RunFacts) -> list[reg.Option]:
     """The options the form shows, in order: FIRST, the scenario's own (data and shapes included), the load model,
     then the rest in registry order."""
     shown = [o for o in reg.OPTIONS if applies(o, facts)]
-    own = {reg.DATA, reg.SHAPES, *SCENARIO_GROUPS}
+    own = {reg.DATA, reg.SHAPES, reg.CAPACITY, *SCENARIO_GROUPS}
 
     def rank(option: reg.Option) -> tuple[int, int]:
         if option.dest in FIRST:

@@ -23,6 +23,7 @@ def test_chat_gets_the_run_wide_options_only_most_used_first():
     assert shown[: len(FIRST)] == list(FIRST)
     assert shown[len(FIRST) : len(FIRST) + 2] == ["arrival_rate", "arrival_process"]
     hidden = ("chat_", "doc_", "compliance_", "influx_", "shape_", "data_", "llm_timeout", "llm_max_line", "llm_drill")
+    hidden += ("cache_probe_", "llm_capacity_")
     assert not [d for d in shown if d.startswith(hidden)], shown
     assert "llm_mock" not in shown and "llm_summary" not in shown, "no effect from the form, or a path"
     assert "scenario_slo" not in dests(RunFacts(scenarios=frozenset({"failover_drill"})))
@@ -50,6 +51,12 @@ def test_each_scenario_shape_pool_and_influx_add_their_own():
     assert "shape_ramp_s" in shown and "shape_steps" not in shown, "StepShape is not offered"
     assert "llm_drill" in shown and {"llm_timeout_ttft", "llm_timeout_total"} <= set(shown), "long documents"
     assert "influx_buffer" not in shown, "process-wide InfluxDB buffering stays off the form"
+
+
+def test_the_cache_probe_and_the_capacity_search_bring_their_own():
+    shown = dests(RunFacts(scenarios=frozenset({"cache_probe"}), shapes=frozenset({"CapacityShape"}), slo=True))
+    assert {"cache_probe_doc_tokens", "cache_probe_variations", "llm_capacity_start", "llm_capacity_min"} <= set(shown)
+    assert not [d for d in shown if d.startswith(("chat_", "doc_", "compliance_"))], shown
 
 
 def test_run_facts_come_from_the_user_classes_shapes_and_options():
