@@ -14,7 +14,7 @@ import pytest
 from loadlib.mock import MockConfig, start_subprocess
 from tests.integration.locust_runs import headless, load, locust_cmd, run
 
-pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
+pytestmark = pytest.mark.integration  # the tests that time against ground truth are marked `alone` one by one
 HEDGE_AFTER_MS = 100.0
 
 
@@ -44,6 +44,7 @@ def hedged_run(tmp_path: Path, seconds: int, **pool_extra: Any) -> tuple[Any, di
     return proc, load(summary), records(recs), json.loads(Path(f"{table}.json").read_text())
 
 
+@pytest.mark.alone
 def test_hedging_first_token_wins_and_the_loser_is_counted(tmp_path: Path) -> None:
     """The losers are attempts (records, LLM rows: cancelled, with their cost) but neither errors nor Locust
     requests; hedge wins are not failovers; so a run where nothing failed passes by Locust's own rule. Every winning
@@ -78,6 +79,7 @@ def test_hedging_first_token_wins_and_the_loser_is_counted(tmp_path: Path) -> No
     assert f"{users['hedged_won']} won by the hedge, 0 failed over" in proc.stdout + proc.stderr
 
 
+@pytest.mark.alone
 def test_a_drill_that_hedging_absorbs_has_no_errors_and_no_failover(tmp_path: Path) -> None:
     """The primary slows down by 200 ms for 3 s: hedges keep winning. The drill sees its attempts without errors and
     no failover (nothing failed over: the hedges were faster), and its verdict on user errors passes."""

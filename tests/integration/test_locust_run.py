@@ -14,7 +14,7 @@ from loadlib.histogram import RELATIVE_ERROR
 from loadlib.mock import MockConfig, start_subprocess
 from tests.integration.locust_runs import completed, env, headless, load, locust_cmd, run, run_distributed
 
-pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
+pytestmark = pytest.mark.integration  # the tests that time against ground truth are marked `alone` one by one
 
 
 def locust_total(stats_json: list[dict]) -> int:
@@ -36,6 +36,7 @@ def test_headless_demo_targets_the_embedded_mock(tmp_path):
     assert s["client_saturated"] in (True, False), "the saturation verdict is always given"
 
 
+@pytest.mark.alone
 def test_distributed_run_counts_every_request_once_and_merges_within_precision(tmp_path):
     """A real master and two real worker processes; the master starts the embedded mock and the workers follow it.
     Every request is counted once: in Locust's stats, the merged LLM summary and exactly one worker's records file.
@@ -97,6 +98,7 @@ def accuracy_run(tmp_path, users: int) -> tuple[dict, dict, str]:
     return lat, mock_stats, "; ".join(problems)
 
 
+@pytest.mark.alone
 @pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset missing")
 def test_ttft_accuracy_against_ground_truth(tmp_path):
     """Smaller version of the benchmark: 32 streams, injected TTFT 200 ms and 10 ms between tokens, mock and
