@@ -48,6 +48,7 @@ RATE_LIMIT_HEADERS = (
     "anthropic-ratelimit-tokens-remaining",
 )
 CACHE_HEADERS = ("x-cache", "x-litellm-cache-key", "cf-cache-status")  # a gateway's response cache said hit or miss
+KEPT_HEADERS = (*RATE_LIMIT_HEADERS, *CACHE_HEADERS)  # what a record keeps of a head
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-mock-request-id")
 MAX_HEADER_VALUE = 200
 _CONNECT_ERRNOS = (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
@@ -166,8 +167,7 @@ def _read_head(out: StreamOutcome, conn: Connection, method: str, deadline: Dead
 
 def _keep_headers(out: StreamOutcome, resp: Response) -> None:
     headers = {k.lower(): v for k, v in resp.items()}
-    kept = (*RATE_LIMIT_HEADERS, *CACHE_HEADERS)
-    out.headers = {k: headers[k][:MAX_HEADER_VALUE] for k in kept if k in headers}
+    out.headers = {k: headers[k][:MAX_HEADER_VALUE] for k in KEPT_HEADERS if k in headers}
     for key in REQUEST_ID_HEADERS:
         if key in headers:
             out.server_request_id = headers[key][:MAX_HEADER_VALUE]
