@@ -16,55 +16,21 @@ from collections.abc import Iterator
 from typing import Any
 
 from loadlib.option import (
-    CACHE as CACHE,
-)
-from loadlib.option import (
-    CAPACITY as CAPACITY,
-)
-from loadlib.option import (
-    CHAT as CHAT,
-)
-from loadlib.option import (
-    CLIENT as CLIENT,
-)
-from loadlib.option import (
-    COMPLIANCE as COMPLIANCE,
-)
-from loadlib.option import (
-    DATA as DATA,
-)
-from loadlib.option import (
-    DOC as DOC,
-)
-from loadlib.option import (
-    ENDPOINT as ENDPOINT,
-)
-from loadlib.option import (
-    FAILOVER as FAILOVER,
-)
-from loadlib.option import (
-    INFLUX as INFLUX,
-)
-from loadlib.option import (
-    LIMITS as LIMITS,
-)
-from loadlib.option import (
-    LOAD as LOAD,
-)
-from loadlib.option import (
-    OUTPUT as OUTPUT,
-)
-from loadlib.option import (
-    SHAPES as SHAPES,
-)
-from loadlib.option import (
-    JoinAction as JoinAction,
-)
-from loadlib.option import (
-    Option as Option,
-)
-from loadlib.option import (
-    argparse_text as argparse_text,
+    CACHE,
+    CAPACITY,
+    CHAT,
+    CLIENT,
+    COMPLIANCE,
+    DATA,
+    DOC,
+    ENDPOINT,
+    FAILOVER,
+    INFLUX,
+    LIMITS,
+    LOAD,
+    OUTPUT,
+    SHAPES,
+    Option,
 )
 from loadlib.outputs.progress import checked_mode as checked_progress
 from loadlib.pacing import PROCESSES as ARRIVAL_PROCESSES

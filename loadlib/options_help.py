@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from loadlib.options import argparse_text, groups
+from loadlib.option import argparse_text
+from loadlib.options import groups
 
 
 def help_parser() -> argparse.ArgumentParser:

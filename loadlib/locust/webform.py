@@ -20,7 +20,8 @@ from typing import Any
 
 from flask import Response, request
 
-from loadlib import options as reg
+from loadlib import option as reg
+from loadlib.options import OPTIONS
 from loadlib.settings import options_of
 
 FIRST = (
@@ -147,7 +148,7 @@ def applies(option: reg.Option, facts: RunFacts) -> bool:
 def form_order(facts: RunFacts) -> list[reg.Option]:
     """The options the form shows, in order: FIRST, the scenario's own (data and shapes included), the load model,
     then the rest in registry order."""
-    shown = [o for o in reg.OPTIONS if applies(o, facts)]
+    shown = [o for o in OPTIONS if applies(o, facts)]
     own = {reg.DATA, reg.SHAPES, reg.CAPACITY, *SCENARIO_GROUPS}
 
     def rank(option: reg.Option) -> tuple[int, int]:
@@ -168,7 +169,7 @@ def extra_options(locust_fields: dict[str, Any], facts: RunFacts) -> dict[str, A
     """Locust's custom fields (`ui_extra_args_dict`: default, help, choices... by dest), reduced to the options that
     apply, in the form's order, each with the registry's help (a single '%', not argparse's '%%'). Fields that are
     not loadlib's (another plugin's) follow unchanged."""
-    ours = {o.dest for o in reg.OPTIONS}
+    ours = {o.dest for o in OPTIONS}
     shown = [o for o in form_order(facts) if o.dest in locust_fields]
     fields = {o.dest: {**locust_fields[o.dest], "help_text": o.help} for o in shown}
     return fields | {k: v for k, v in locust_fields.items() if k not in ours}
@@ -177,7 +178,7 @@ def extra_options(locust_fields: dict[str, Any], facts: RunFacts) -> dict[str, A
 def labels_script(dests: Iterable[str]) -> bytes:
     """The script tag that gives static/form.js each field's label and help, by the field's name in the form (Locust
     names fields in camelCase: llm_max_tokens is llmMaxTokens)."""
-    by_dest = {o.dest: o for o in reg.OPTIONS}
+    by_dest = {o.dest: o for o in OPTIONS}
     fields = {_camel(d): {"label": label(by_dest[d]), "help": by_dest[d].help} for d in dests if d in by_dest}
     data = json.dumps(fields).replace("<", "\\u003c")
     return f'<script>window.llmForm = {data};</script><script src="/llm/static/form.js"></script>'.encode()

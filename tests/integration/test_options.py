@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from loadlib.options import OPTIONS, Option
+from loadlib.option import Option
+from loadlib.options import OPTIONS
 from tests.integration.locust_runs import ROOT, env, locust_cmd
 
 pytestmark = pytest.mark.integration

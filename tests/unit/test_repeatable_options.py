@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from loadlib.options import OPTIONS, JoinAction
+from loadlib.option import JoinAction
+from loadlib.options import OPTIONS
 
 
 def parser() -> argparse.ArgumentParser:

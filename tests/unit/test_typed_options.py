@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from loadlib.options import OPTIONS, Option, add_arguments
+from loadlib.option import Option
+from loadlib.options import OPTIONS, add_arguments
 from loadlib.settings import Carried, LocustOptions, Options, amend, option_values, options_of, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
