@@ -1,4 +1,5 @@
-"""The web UI's LLM charts page: the run over time (loadlib.metrics.timeline) and everything the run decides.
+"""The web UI's LLM charts page: the run over time (loadlib.metrics.timeline), everything the run decides, and the
+scenario tables of the run report (loadlib.reports.run_scenarios).
 
 Locust's React UI extends only with tables (extended tabs), so the charts are a page of their own, linked from every
 Locust page by a button, drawn with uPlot (vendored in static/uplot, v1.6.32, MIT): nothing is fetched from the
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from flask import Response, abort, request, send_from_directory
+
+from loadlib.reports.run_scenarios import scenario_sections, tabled_lines
 
 STATIC = Path(__file__).parent / "static"
 LINK = (
@@ -31,9 +34,12 @@ def grafana_link(base: str, run_id: str) -> str | None:
 
 
 def feed(ctx: Any, environment: Any) -> dict[str, Any]:
-    """The chart series, the summary lines and verdicts as they stand, and where the run is: one consistent read."""
+    """The chart series, the summary lines and verdicts as they stand, the scenario tables (HTML, every value
+    escaped: the report's own), and where the run is: one consistent read. The notes leave out the lines the tables
+    show."""
     timeline = ctx.stats.timeline
     summary = ctx.summary()
+    tabled = tabled_lines(summary)
     opts = ctx.options
     return {
         "now": time.time(),
@@ -45,7 +51,8 @@ def feed(ctx: Any, environment: Any) -> dict[str, Any]:
         "verdict": summary.get("verdict"),
         "thresholds": summary.get("thresholds") or [],
         "clients": summary.get("clients") or {},
-        "lines": [line for line in ctx.lines(summary) if line],
+        "tables": scenario_sections(summary),
+        "lines": [line for line in ctx.lines(summary) if line and line not in tabled],
     }
 
 

@@ -1,17 +1,18 @@
 """The HTML both reports share: one self-contained page (inline CSS, inline SVG plots, no script, no network).
 
 Pure string building with every value escaped; matplotlib figures (built as `Figure` objects, never through pyplot,
-so no display or GUI backend is involved) become inline SVG through `svg()`."""
+so no display or GUI backend is involved) become inline SVG through `svg()`. matplotlib is imported there only: the
+web UI's scenario tables use this module inside a Locust process that draws no figure."""
 
 from __future__ import annotations
 
 import html
 import io
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 STYLE = """
 body{margin:0;font:14px Roboto,"DejaVu Sans",Arial,sans-serif;color:#212121;background:#fafafa}
@@ -65,6 +66,8 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequen
 
 def svg(fig: Figure) -> str:
     """The figure as an inline <svg> element (text kept as text, so it stays small and searchable)."""
+    import matplotlib
+
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none"}):
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata=_NO_METADATA)

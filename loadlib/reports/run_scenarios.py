@@ -1,5 +1,6 @@
-"""The run report's scenario tables, from the summary (pure): what the scenarios found beyond latency that reads
-best as a table (structured-output amplification, what busts the cache). Nothing when the run had none."""
+"""The scenario tables of the run report and the web UI's charts page, from the summary (pure): what the scenarios
+found beyond latency that reads best as a table (structured-output amplification, what busts the cache). Nothing when
+the run had none."""
 
 from __future__ import annotations
 
@@ -18,6 +19,16 @@ def scenario_sections(summary: Mapping[str, Any] | None) -> list[str]:
     amp = (scenarios.get("compliance") or {}).get("amplification")
     busts = scenarios.get("cache_probe")
     return [*([_amplification(amp)] if amp else []), *([_cache_probe(busts)] if busts else [])]
+
+
+def tabled_lines(summary: Mapping[str, Any] | None) -> set[str]:
+    """The printed summary's lines that scenario_sections() shows as tables (the cache probe's text table and its
+    verdict lines, the amplification lines), and the "Scenario results" heading when nothing else is under it."""
+    scenarios = (summary or {}).get("scenarios") or {}
+    amp = (scenarios.get("compliance") or {}).get("amplification")
+    found = scenarios.get("cache_probe")
+    lines = {*(amplification.render(dict(amp)) if amp else ()), *(probe.render(dict(found)) if found else ())}
+    return lines | ({"Scenario results"} if set(scenarios) == {"cache_probe"} else set())
 
 
 def _amplification(amp: Mapping[str, Any]) -> str:

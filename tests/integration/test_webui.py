@@ -229,3 +229,50 @@ def check_csv(text: str, summary: dict) -> None:
     assert set(by_name) == {r["name"] for r in summary["rows"]} | {"Aggregated"}
     for r in summary["rows"]:
         assert int(by_name[r["name"]]["Requests"]) == r["count"]
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium not installed (scripts/test.sh installs it)")
+def test_the_cache_probes_table_on_the_charts_page() -> None:
+    """A 2 s cache probe against the mock's response cache, started by itself: once the run has stopped, the charts
+    page shows "what busts the cache" as a table whose cells are the summary's, and the notes do not repeat it."""
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    mock = "ttft_ms=20,itl_ms=2,response_cache=model+messages+temperature"
+    args = ("--web-host", "127.0.0.1", "--web-port", str(port), "--autostart", "-u", "1", "-r", "1", "-t", "2s")
+    cmd = locust_cmd(
+        *args, "--llm-mock", mock, "--cache-probe-doc-tokens", "256", locustfile="locustfiles/cache_probe.py"
+    )
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(base + "/llm/charts.json")
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(base + "/llm/charts", timeout=20_000)
+                wait_for(lambda: (chart_feed(page) or {}).get("state") == "stopped", 30, "the run to stop")
+                summary = json.loads(page.context.request.get(base + "/llm/summary.json").text())
+                found = summary["scenarios"]["cache_probe"]
+                cells = wait_for(lambda: probe_table(page, found), 10, "the table as the summary has it")
+                notes = page.locator("#lines").inner_text()
+                page.screenshot(path=str(ARTIFACTS / "llm-charts-cache-probe.png"), full_page=True)
+            finally:
+                browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert found["busts"]["response_cache"] == ["temperature", "temperature_float", "prefix_whitespace", "prefix_order"]
+    none, temperature = (str(v["requests"]) for v in found["variations"][:2])
+    assert cells[1][:3] == ["none", none, f"{none} kept"] and cells[2][:3] == ["temperature", temperature, "0 BUSTS"]
+    assert "what busts the cache" not in notes and "LLM summary of run" in notes
+
+
+def probe_table(page, found: dict) -> list[list[str]] | None:
+    """The charts page's "what busts the cache" table, once its cells are those of the summary's section."""
+    from loadlib.metrics import cache_probe_results as probe
+
+    table = page.locator("#scenario-tables table")
+    cells = [r.locator("th, td").all_inner_texts() for r in table.locator("tr").all()] if table.count() else []
+    return cells if cells == [probe.TABLE_HEADER, *probe.table_rows(found)] else None

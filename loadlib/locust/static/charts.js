@@ -163,6 +163,17 @@ function drawVerdicts(feed) {
   el("lines").textContent = feed.lines.join("\n");
 }
 
+// The scenario tables (what busts the cache, structured-output amplification) as the server rendered them, every
+// value escaped there; replaced only when they change, so a selection in them survives the polls.
+let tablesHtml = "";
+function drawTables(tables) {
+  const html = tables.join("");
+  if (html === tablesHtml) return;
+  tablesHtml = html;
+  el("scenario-tables").innerHTML = html;
+  el("scenario-tables").hidden = !tables.length;
+}
+
 async function poll() {
   try {
     const response = await fetch("/llm/charts.json", { cache: "no-store" });
@@ -176,6 +187,7 @@ async function poll() {
       const names = Object.keys(feed.timeline.series);
       if (names.length) drawSeries(feed.timeline.series[chooser(names)]);
       drawVerdicts(feed);
+      drawTables(feed.tables);
     } else if (response.status === 401 || response.redirected) {
       window.location = "/login";
     }
