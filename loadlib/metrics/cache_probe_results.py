@@ -58,6 +58,7 @@ def _row(name: str, c: dict[str, int], base: dict[str, int], inferred: bool, cha
         "name": name,
         "changes": [p for p in changes.split("+") if p],
         "requests": requests,
+        "answered": c.get("answered", 0),
         "response_cache_hits": hits,
         "prompt_cache_hit_share": round(c.get("cached_tokens", 0) / whole, 6) if whole else None,
         "ttft_saved_ms": round(base_ttft - ttft, 3) if ttft is not None and base_ttft is not None else None,
@@ -66,12 +67,13 @@ def _row(name: str, c: dict[str, int], base: dict[str, int], inferred: bool, cha
 
 
 def _busts(rows: list[dict[str, Any]]) -> dict[str, list[str] | None]:
-    """Which variations bust each layer; None for a layer the probe saw no sign of (the `none` variation never hit
-    the response cache; no variation that reached the model found anything in the prompt cache)."""
+    """Which variations bust each layer; None for a layer the probe saw no sign of (the `none` variation's answers
+    did not all come from the response cache; no variation that reached the model found anything in the prompt
+    cache). Judged on answered requests: one the run's end cut off, or an error, is neither hit nor miss."""
     none = next((v for v in rows if v["name"] == "none"), None)
     response = None
-    if none is not None and none["requests"] and none["response_cache_hits"] == none["requests"]:
-        response = [v["name"] for v in rows if v["response_cache_hits"] < v["requests"]]
+    if none is not None and none["answered"] and none["response_cache_hits"] == none["answered"]:
+        response = [v["name"] for v in rows if v["response_cache_hits"] < v["answered"]]
     shares = [v["prompt_cache_hit_share"] for v in rows if v["prompt_cache_hit_share"] is not None]
     best = max(shares, default=0.0)
     prompt = None

@@ -118,6 +118,7 @@ def count_request(user: CacheProbeUser, name: str, record: RequestRecord, cold_t
     results.count(found, name, requests=1)
     if record.status != ErrorClass.OK:
         return
+    results.count(found, name, answered=1)
     said = results.response_hit(record.ratelimit)
     ttft = record.ttft_ms
     inferred = ttft is not None and cold_ttft is not None and ttft < cold_ttft * INFER_BELOW

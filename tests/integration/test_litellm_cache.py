@@ -52,28 +52,35 @@ IN_LITELLMS_KEY = {
 
 @contextmanager
 def litellm_proxy(base: str, tmp_path: Path) -> Iterator[str]:
-    """LiteLLM's proxy on a free loopback port in front of `base`, no key, the local cost map (no download)."""
-    config, port = tmp_path / "litellm.yaml", free_port()
+    """LiteLLM's proxy on a free loopback port in front of `base`, no key, the local cost map (no download). Its
+    start imports for some 16 s on a quiet machine, several times that on a loaded one."""
+    config, log, port = tmp_path / "litellm.yaml", tmp_path / "litellm.log", free_port()
     config.write_text(CONFIG.format(base=base))
     env = dict(
         os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY="true"
     )
     cmd = [LITELLM, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
     try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                urlopen(url + "/health/liveliness", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.5)
-        assert proc.poll() is None, f"litellm exited with {proc.returncode}"
+        up = wait_up(url + "/health/liveliness", proc, 150)
+        assert up, f"litellm {'exited' if proc.poll() is not None else 'did not answer'}: {log.read_text()[-2000:]}"
         yield url
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def wait_up(url: str, proc: subprocess.Popen, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            urlopen(url, timeout=2).read()
+            return True
+        except OSError:
+            time.sleep(0.5)
+    return False
 
 
 def warm(url: str) -> None:
@@ -101,7 +108,7 @@ def test_the_probe_names_what_busts_litellms_response_cache(tmp_path: Path) -> N
         warm(url)
         p = run(
             locust_cmd(
-                *headless(1, 4),
+                *headless(1, 6),
                 *("--host", url + "/v1", "--llm-api-key-env", "none", "--llm-summary", str(summary)),
                 *("--llm-model", "mock-llm", "--cache-probe-doc-tokens", "512"),
                 *("--cache-probe-model-alias", "mock-llm-2026"),
@@ -111,14 +118,14 @@ def test_the_probe_names_what_busts_litellms_response_cache(tmp_path: Path) -> N
         )
     assert p.returncode == 0, p.stderr[-3000:]
     probe = load(summary)["scenarios"]["cache_probe"]
-    assert probe["response_cache_source"] == "header" and probe["rounds"] >= 2
+    assert probe["response_cache_source"] == "header" and probe["rounds"] >= 1
     assert set(probe["busts"]["response_cache"]) == IN_LITELLMS_KEY
     assert probe["busts"]["prompt_cache"] is None, "the mock without its engine caches no prefix"
     rows = table(p.stdout)
     assert list(rows) == ["variation", *(v["name"] for v in probe["variations"])]
     for v in probe["variations"]:
         hit = v["name"] not in IN_LITELLMS_KEY
-        assert (v["response_cache_hits"] > 0) == hit and (v["response_cache_hits"] == v["requests"]) == hit, v
+        assert (v["response_cache_hits"] > 0) == hit and (v["response_cache_hits"] == v["answered"]) == hit, v
         assert rows[v["name"]][1:3] == [str(v["requests"]), f"{v['response_cache_hits']} {'kept' if hit else 'BUSTS'}"]
     said = ", ".join(v["name"] for v in probe["variations"] if v["name"] in IN_LITELLMS_KEY)
     assert f"busts the response cache: {said}" in p.stdout

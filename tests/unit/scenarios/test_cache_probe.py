@@ -39,7 +39,7 @@ def test_gateway_headers_say_hit_or_miss() -> None:
 
 
 def probe(r: ScenarioResults, name: str, hits: int, cached: int, whole: int, ttft_us: int, cost_nusd: int) -> None:
-    res.count(r, name, requests=4, header_seen=4, response_hits=hits, ttft_n=4, ttft_us=ttft_us, costed=4)
+    res.count(r, name, requests=4, answered=4, header_seen=4, response_hits=hits, ttft_n=4, ttft_us=ttft_us, costed=4)
     res.count(r, name, cost_nusd=cost_nusd, cached_tokens=cached, whole_prompt_tokens=whole)
 
 
@@ -61,6 +61,16 @@ def test_shares_savings_and_busts() -> None:
     assert got["busts"] == {"prompt_cache": ["prefix_order"], "response_cache": ["temperature", "prefix_order"]}
     text = "\n".join(res.render(got))
     assert "busts the response cache: temperature, prefix_order" in text and "80.0 % kept" in text
+
+
+def test_a_request_the_runs_end_cut_off_is_neither_hit_nor_miss() -> None:
+    r = ScenarioResults()
+    probe(r, "none", 4, 0, 0, 4_000, 0)
+    probe(r, "temperature", 0, 0, 4000, 200_000, 2000)
+    res.count(r, "none", requests=1)  # cut off: counted as a request, not answered
+    got = res.summarize(r, {})
+    assert got is not None and [(v["requests"], v["answered"]) for v in got["variations"]] == [(5, 4), (4, 4)]
+    assert got["busts"]["response_cache"] == ["temperature"]
 
 
 def test_layers_without_a_sign_are_not_judged() -> None:
@@ -90,8 +100,8 @@ def test_the_section_follows_the_published_schema() -> None:
 def test_without_any_cache_header_hits_are_inferred_from_a_ttft_collapse() -> None:
     r = ScenarioResults()
     res.count(r, res.WARMUP, requests=2, ttft_n=2, ttft_us=400_000)
-    res.count(r, "none", requests=2, inferred_hits=2, ttft_n=2, ttft_us=2_000)
-    res.count(r, "temperature", requests=2, inferred_hits=0, ttft_n=2, ttft_us=380_000)
+    res.count(r, "none", requests=2, answered=2, inferred_hits=2, ttft_n=2, ttft_us=2_000)
+    res.count(r, "temperature", requests=2, answered=2, inferred_hits=0, ttft_n=2, ttft_us=380_000)
     got = res.summarize(r, {})
     assert got is not None and got["response_cache_source"] == "inferred"
     assert [v["response_cache_hits"] for v in got["variations"]] == [2, 0]
