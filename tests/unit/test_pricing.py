@@ -87,6 +87,13 @@ def test_unknown_model_or_tokens_give_none() -> None:
     assert t.cost("gpt-4o", 10, None) is None
 
 
+def test_the_snapshot_without_prompt_caching_prices_cached_tokens_as_input() -> None:
+    t = PriceTable.load(None)
+    assert t.price("gpt-4o-2024-05-13") == ModelPrice(5.0, 15.0, cached_input=None)
+    assert t.cost("gpt-4o-2024-05-13", 1000, 100, 400) == pytest.approx((1000 * 5.0 + 100 * 15.0) / 1e6)
+    assert t.cost("gpt-4o-2024-08-06", 1000, 100, 400) == pytest.approx((600 * 2.5 + 400 * 1.25 + 100 * 10.0) / 1e6)
+
+
 def test_prefix_match() -> None:
     t = PriceTable.load(None)
     assert t.price("gpt-4o-2024-08-06") == t.price("gpt-4o")  # dated snapshot
