@@ -34,7 +34,8 @@ if ! cmp -s tools/litellm/requirements.txt "$litellm_venv/requirements.txt"; the
     "$litellm_venv/bin/python" -m pip install -q -r tools/litellm/requirements.txt >"$litellm_venv/install.log" 2>&1; then
     cp tools/litellm/requirements.txt "$litellm_venv/requirements.txt"
   else
-    echo "note: LiteLLM could not be installed (see $litellm_venv/install.log): its cache test is skipped, and fails in CI" >&2
+    echo "note: LiteLLM could not be installed (see $litellm_venv/install.log):" \
+      "its cache test is skipped, and fails in CI" >&2
   fi
 fi
 if [ -f "$litellm_venv/requirements.txt" ]; then
