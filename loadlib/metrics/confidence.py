@@ -23,7 +23,7 @@ binomial CDF. A table costs O(sqrt(n)) and is cached per (n, q).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
@@ -215,6 +215,23 @@ def _decided(total: int, share: float, q: float, level: float) -> bool:
     low, high, _ = rank_interval(total, q, level)
     under = share * total
     return (high <= total and high <= under) or (low >= 1 and low > under)
+
+
+def requests_needed_from_interval(
+    n: int, value: float | None, interval: Sequence[float | None], limit: float
+) -> int | None:
+    """More requests to decide "the percentile against `limit`" from a summary alone (no histogram): the side of the
+    interval facing the limit shrinks as 1/sqrt(n), so about n * (that side's width / distance to the limit)^2 in
+    all. None when it cannot be told (no value, an unbounded side, the value on the limit)."""
+    low, high = interval
+    if value is None or n < 1 or value == limit:
+        return None
+    edge = high if limit > value else low
+    if edge is None:
+        return None
+    side = abs(edge - value)
+    total = math.ceil(n * (side / abs(limit - value)) ** 2)
+    return max(1, total - n)
 
 
 def more_requests_needed(h: Histogram, p: float, limit: float, level: float = DEFAULT_LEVEL) -> int | None:
