@@ -55,11 +55,13 @@ class VerdictPart(NodePart):
         self.fatal: str | None = None
         self.not_started: str | None = None
         self.histograms: Histograms | None = None  # percentiles the summary rows do not hold (p90, p99.9)
+        self.confidence: float | None = None  # judge percentiles by their interval at this level (--llm-threshold-ci)
 
     def start(self, ctx: Node) -> None:
         self.aborted, self.interrupted, self.fatal = None, False, None
         if not ctx.is_worker:
             self.thresholds = thresholds_from_options(ctx.options, self.slos)
+            self.confidence = float(ctx.options.llm_confidence) if ctx.options.llm_threshold_ci else None
             stats = getattr(getattr(ctx, "stats", None), "stats", None)  # the run context's StatsPart
             self.histograms = stats_histograms(stats) if stats is not None else None
 
@@ -69,7 +71,7 @@ class VerdictPart(NodePart):
         summary["fatal"] = self.fatal
         summary["not_started"] = self.not_started
         judged = [] if summary.get("capacity") else applicable(self.thresholds, summary)  # a search judges per step
-        results = evaluate(judged, summary, histograms=self.histograms)
+        results = evaluate(judged, summary, histograms=self.histograms, confidence=self.confidence)
         outcome = verdicts.verdict(results, summary)
         if results:
             summary["thresholds"] = results
