@@ -432,6 +432,14 @@ OPTIONS: tuple[Option, ...] = (
         "Seconds the last flush may take at test stop; what is left is counted as dropped.",
         web_ui=False,
     ),
+    _o(
+        "--llm-server-metrics",
+        OUTPUT,
+        "",
+        "The server's Prometheus endpoint (e.g. http://vllm:8000/metrics; vLLM, SGLang, TGI or LiteLLM names): "
+        "scraped by the master during the run for queue depth, running requests, KV-cache use and the server's TTFT.",
+    ),
+    _o("--llm-server-metrics-interval", OUTPUT, 1.0, "Seconds between scrapes (each may take at most this long)."),
 )
 PATH_OPTIONS = ("llm_summary", "llm_records", "audit_file")  # files loadlib writes: checked before any load
 
