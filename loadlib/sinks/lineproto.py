@@ -419,7 +419,9 @@ def capacity_step_line(run_id: str, row: Mapping[str, Any], ts_ns: int) -> str:
     return _line(CAPACITY_STEP, _tags((("run_id", run_id),)), _fields(fields), ts_ns)
 
 
-def server_line(run_id: str, source: str, gauges: Mapping[str, float | None], ttft: Mapping[str, Any], ts_ns: int) -> str:
+def server_line(
+    run_id: str, source: str, gauges: Mapping[str, float | None], ttft: Mapping[str, Any], ts_ns: int
+) -> str:
     """One `llm_server` point: a scrape of the server's Prometheus endpoint (`source` the server whose names it
     spoke): its gauges, and the TTFT of the requests it counted since the previous scrape. `ttft_count` is always
     written (0 without a histogram), so every point has a field."""
