@@ -132,7 +132,8 @@ class ServerMetricsPart(NodePart):
         for row in capacity["steps"]:
             mark = marks.get(row["step"], {})
             start, end = mark.get(MEASURE), mark.get(HOLD)
-            server = None if start is None or end is None else sm.window(self.samples, start, end)
+            known = start is not None and end is not None
+            server = {**sm.window(self.samples, start, end), "from_unix": start, "to_unix": end} if known else None
             steps.append({**row, "server": server})
         summary["capacity"] = {**capacity, "steps": steps}
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from loadlib.mock import MockConfig, start_subprocess
+from tests.integration import capacity_views as views
 from tests.integration.influx_server import InfluxServer, find_influxd
 from tests.integration.locust_runs import load, run_distributed
 
@@ -59,12 +60,24 @@ def loads(capacity: dict[str, Any]) -> Sequence[int]:
 
 
 def test_the_search_finds_the_batching_mocks_capacity_within_10_percent(tmp_path: Path) -> None:
+    """The same run scrapes the mock's /metrics (--llm-server-metrics) and writes to InfluxDB when influxd is
+    installed: the scraped queue is checked against the mock's truth, the dashboard's panels against the summary."""
     config = MockConfig(engine="batching", prefill_ms_per_1k=500.0, **ENGINE)  # 15 users
-    with start_subprocess(config) as mock:
-        args = ("--llm-capacity-start", "8", "--llm-capacity-precision", "0.1")
+    with start_subprocess(config) as mock, influx_if_installed(tmp_path / "influxd") as influx:
+        args = ["--llm-capacity-start", "8", "--llm-capacity-precision", "0.1"]
+        args += ["--llm-server-metrics", mock.url + "/metrics", "--llm-server-metrics-interval", "0.2"]
+        args += ["--llm-records", str(tmp_path / "r-{worker}.jsonl")]
+        args += ["--influx-url", influx.url, "--influx-api", "v1", "--influx-db", "locust"] if influx else []
         code, err, seconds, summary = search(mock.url, tmp_path / "s.json", *args)
         truth = answer_key(mock.url, "ttft_p95_ms=300&output_tokens=4")["users"]
+        queue = views.truth_queue(mock.url)
+        if influx is not None:
+            views.check_panels_after_the_run(influx, summary)
     assert code == 0, err[-3000:]
+    table = views.check_server_queue_against_truth(
+        summary["capacity"]["steps"], views.read_records(tmp_path.glob("r-*.jsonl")), queue
+    )
+    print("users, truth queue ms, Little's length, scraped waiting:", [tuple(round(v, 2) for v in r) for r in table])
     capacity = summary["capacity"]
     assert not capacity["lower_bound"], capacity
     assert abs(capacity["max_users"] - truth) <= 0.1 * truth, (capacity["max_users"], truth, loads(capacity))
