@@ -144,7 +144,8 @@ class ServerMetricsPart(NodePart):
             return None
 
     def lines(self, summary: dict[str, Any]) -> list[str]:
-        return server_lines(summary.get("server_metrics"))
+        steps = (summary.get("capacity") or {}).get("steps") or []
+        return server_lines(summary.get("server_metrics")) + step_lines(steps)
 
 
 def server_lines(s: dict[str, Any] | None) -> list[str]:
@@ -161,6 +162,18 @@ def server_lines(s: dict[str, Any] | None) -> list[str]:
         f"  {gauges}",
         f"  TTFT p50/p95: server {_ms(ttft['p50_ms'])}/{_ms(ttft['p95_ms'])} ms, client {_ms(client['p50_ms'])}/"
         f"{_ms(client['p95_ms'])} ms (the difference is network, gateway and client)",
+    ]
+
+
+def step_lines(steps: list[dict[str, Any]]) -> list[str]:
+    """Each capacity step as the server saw it: its queue, its batch, its KV-cache use, its TTFT p95 and the
+    client's."""
+    rows = [(s, sm.step_cells(s)) for s in steps if s.get("server")]
+    if not rows:
+        return []
+    head = ", ".join(sm.STEP_HEADERS)
+    return [f"  Per capacity step ({head}):"] + [
+        f"    step {s['step']:>2} {s.get('users')!s:>5}: " + "  |  ".join(cells) for s, cells in rows
     ]
 
 

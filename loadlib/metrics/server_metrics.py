@@ -178,3 +178,25 @@ def ttft_between(before: ServerSample | None, inside: Sequence[ServerSample]) ->
     if before is None or before.ttft is None or last is None:
         return ttft_figures(None)
     return ttft_figures(last.minus(before.ttft))
+
+
+STEP_HEADERS = ("server waiting mean / max", "server running mean", "KV-cache mean", "TTFT p95 server / client")
+
+
+def step_cells(step: Mapping[str, Any]) -> list[str]:
+    """A capacity step's server figures as table cells (with --llm-server-metrics): its queue, its batch, its
+    KV-cache use, and its own TTFT p95 beside the client's; "-" where the server has no such metric."""
+    server = step.get("server") or {}
+    waiting, running, kv = server.get("waiting"), server.get("running"), server.get("kv_cache")
+    ttft = (server.get("ttft") or {}).get("p95_ms")
+    client = (step.get("ttft_ms") or {}).get("p95")
+    return [
+        f"{waiting['mean']:.2f} / {waiting['max']:g}" if waiting else "-",
+        f"{running['mean']:.2f}" if running else "-",
+        f"{kv['mean'] * 100:.1f} %" if kv else "-",
+        f"{_ms(ttft)} / {_ms(client)} ms",
+    ]
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.1f}"
