@@ -108,6 +108,7 @@ def test_without_a_capacity_limit_the_search_stops_at_its_maximum_as_a_lower_bou
     mock_config = MockConfig(ttft_ms=10, itl_ms=2, output_tokens=4)
     with start_subprocess(mock_config) as mock, influx_if_installed(tmp_path / "influxd") as influx:
         args = ["--llm-capacity-start", "4", "--llm-capacity-max", "8", "--llm-capacity-min", "10"]
+        args += ["--llm-server-metrics", "http://127.0.0.1:9/metrics"]  # nothing listens: counted, never fatal
         args += ["--influx-url", influx.url, "--influx-api", "v1", "--influx-db", "locust"] if influx else []
         code, err, _, summary = search(mock.url, tmp_path / "s.json", "--llm-junit", str(tmp_path / "j.xml"), *args)
         if influx is not None:  # each decided step is an annotation
@@ -119,3 +120,6 @@ def test_without_a_capacity_limit_the_search_stops_at_its_maximum_as_a_lower_bou
     assert code == 99, err[-3000:]
     assert summary["verdict"]["reasons"][0] == "capacity max_users 8 (a lower bound) < --llm-capacity-min 10"
     assert 'name="capacity &gt;= 10 users"' in (tmp_path / "j.xml").read_text()
+    server = summary["server_metrics"]
+    assert server["scrapes"] == 0 and server["scrapes_failed"] >= 10 and "refused" in server["last_error"], server
+    assert len(summary["verdict"]["reasons"]) == 1, "the endpoint being down is reported, not a reason to fail"
