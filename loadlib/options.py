@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from loadlib.metrics.server_options import SERVER_METRICS_OPTIONS
 from loadlib.option import (
     CACHE,
     CAPACITY,
@@ -432,14 +433,7 @@ OPTIONS: tuple[Option, ...] = (
         "Seconds the last flush may take at test stop; what is left is counted as dropped.",
         web_ui=False,
     ),
-    _o(
-        "--llm-server-metrics",
-        OUTPUT,
-        "",
-        "The server's Prometheus endpoint (e.g. http://vllm:8000/metrics; vLLM, SGLang, TGI or LiteLLM names): "
-        "scraped by the master during the run for queue depth, running requests, KV-cache use and the server's TTFT.",
-    ),
-    _o("--llm-server-metrics-interval", OUTPUT, 1.0, "Seconds between scrapes (each may take at most this long)."),
+    *SERVER_METRICS_OPTIONS,  # docs/capacity.md, "Server-side metrics"
 )
 PATH_OPTIONS = ("llm_summary", "llm_records", "audit_file")  # files loadlib writes: checked before any load
 

@@ -12,7 +12,7 @@ import pytest
 from test_webui import ARTIFACTS, BROWSER_ARGS, CHROMIUM, free_port, wait_for, wait_http
 
 from loadlib.mock import MockConfig, start_subprocess
-from tests.integration.locust_runs import ROOT, env, locust_cmd
+from tests.integration.locust_runs import ROOT, env, locust_cmd, stop
 from tests.integration.test_capacity_run import ENGINE
 
 pytestmark = pytest.mark.integration
@@ -41,12 +41,7 @@ def searching_ui():
             wait_http(base + "/llm/charts")
             yield base
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium not installed (scripts/test.sh installs it)")
