@@ -155,7 +155,10 @@ def server_lines(s: dict[str, Any] | None) -> list[str]:
         return []
     failed = f"{s['scrapes_failed']} failed" + (f" ({s['last_error']})" if s["last_error"] else "")
     head = f"Server metrics ({s['source'] or 'unrecognised'}) from {s['url']}: {s['scrapes']} scrapes, {failed}"
-    gauges = "; ".join(f"{q} mean/max {_pair(s.get(q))}" for q in sm.QUANTITIES)
+    kv = s.get("kv_cache")
+    gauges = f"waiting mean/max {_pair(s.get('waiting'))}; running mean/max {_pair(s.get('running'))}; KV-cache " + (
+        f"mean/max {kv['mean'] * 100:.1f}/{kv['max'] * 100:.1f} %" if kv else "-"
+    )
     ttft, client = s["ttft"], s["client_ttft"]
     return [
         head,
