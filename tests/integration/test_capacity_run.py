@@ -4,7 +4,9 @@ Against the batching mock, whose answer key (`GET /mock/capacity`) knows its cap
 `max_users` is within 10 % of it; against the fixed-delay mock (no capacity limit) the search stops at its maximum
 and says its answer is only a lower bound. The engine is set so its capacity is small and its requests short (4
 output tokens), so a step measures its 100 samples in a few seconds; bench/capacity_accuracy.py runs three settings
-three times each."""
+three times each. The batching run also scrapes the mock's /metrics (--llm-server-metrics: the scraped queue against
+the mock's truth of queueing, step by step) and, where influxd is installed, writes to InfluxDB (the dashboard's
+capacity and server panels against the summary); the other scrapes an endpoint that is down (counted, not fatal)."""
 
 from __future__ import annotations
 
