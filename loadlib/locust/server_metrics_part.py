@@ -81,8 +81,10 @@ class ServerMetricsPart(NodePart):
     def scrape(self) -> None:
         """One bounded scrape: its sample kept and written, or its failure counted."""
         at = time.time()
+        limit = TimeoutError(f"no whole answer within {self.interval_s:g} s")
         try:
-            sample = sm.parse(fetch(self.url, self.interval_s))
+            with gevent.Timeout(self.interval_s, limit):  # the whole scrape, not each socket read
+                sample = sm.parse(fetch(self.url, self.interval_s))
         except Exception as exc:  # the endpoint's trouble is reported, never the run's end
             self.failed += 1
             self.last_error = f"{type(exc).__name__}: {exc}"[:300]

@@ -4,6 +4,7 @@ measuring window's scrapes) beside the step's row."""
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -42,6 +43,16 @@ def test_a_refused_scrape_is_counted_and_the_run_goes_on() -> None:
     part = scraper(ctx())
     part.scrape()
     assert part.failed == 1 and part.samples == [] and "URLError" in (part.last_error or "")
+
+
+def test_a_scrape_that_drips_is_cut_at_the_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gevent
+
+    monkeypatch.setattr(part_module, "fetch", lambda url, timeout: gevent.sleep(5) or "")
+    part = scraper(ctx())
+    began = time.monotonic()
+    part.scrape()
+    assert time.monotonic() - began < 1 and part.failed == 1 and "within 0.2 s" in (part.last_error or "")
 
 
 def test_a_body_without_known_names_is_counted_as_unrecognised(monkeypatch: pytest.MonkeyPatch) -> None:
