@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from loadlib.metrics.server_options import SERVER_METRICS_OPTIONS
 from loadlib.option import (
     CACHE,
     CAPACITY,
@@ -447,6 +448,7 @@ OPTIONS: tuple[Option, ...] = (
         "Seconds the last flush may take at test stop; what is left is counted as dropped.",
         web_ui=False,
     ),
+    *SERVER_METRICS_OPTIONS,  # docs/capacity.md, "Server-side metrics"
 )
 PATH_OPTIONS = ("llm_summary", "llm_records", "audit_file")  # files loadlib writes: checked before any load
 

@@ -171,6 +171,8 @@ class Options:
     llm_grafana_url: str
     influx_flush_interval: float
     influx_close_timeout: float
+    llm_server_metrics: str
+    llm_server_metrics_interval: float
     locust: LocustOptions = field(default_factory=LocustOptions)
     carried: Carried = field(default_factory=Carried)
     extra: Mapping[str, Any] = field(default_factory=dict)

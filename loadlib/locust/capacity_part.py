@@ -43,6 +43,7 @@ class CapacityPart(NodePart):
         self.windows: dict[int, StepWindow] = {}
         self.closed_by: dict[int, set[str]] = {}
         self.answer: dict[str, Any] | None = None  # the summary's `capacity`, set by the search
+        self.marks: dict[int, dict[str, float]] = {}  # when each step entered each phase (unix s; the master's)
         self.listening = False
         messages = getattr(runner, "custom_messages", None)  # a runner made by hand (a test's) may have none
         if isinstance(messages, dict) and MESSAGE not in messages:
@@ -56,6 +57,7 @@ class CapacityPart(NodePart):
 
     def tell(self, step: int, phase: str) -> None:
         """Tell every node (this one too, when it generates load) that `step` enters `phase`."""
+        self.marks.setdefault(step, {})[phase] = time.time()
         if self.runner is not None:
             self.runner.send_message(MESSAGE, {"step": step, "phase": phase})
 

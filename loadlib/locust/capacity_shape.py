@@ -132,10 +132,13 @@ class CapacityShape(LoadTestShape):
         return self.users, float(max(self.users, 10))
 
     def _annotate(self, row: dict[str, Any]) -> None:
-        """The step as an InfluxDB annotation (`llm_event`, kind `capacity_step`), when the run writes to InfluxDB."""
+        """The step as an InfluxDB annotation (`llm_event`, kind `capacity_step`) and point (`llm_capacity_step`),
+        when the run writes to InfluxDB."""
         assert self.runner is not None
         message = answer.step_line(row).strip()
-        context(self.runner.environment).sinks.on_endpoint_event(kind="capacity_step", message=message)
+        sinks = context(self.runner.environment).sinks
+        sinks.on_endpoint_event(kind="capacity_step", message=message)
+        sinks.capacity_step(row)
 
     def _publish(self, stop: str | None) -> None:
         """The answer as it stands, for the summary: `stop` says why it is only a lower bound (None: found)."""

@@ -18,6 +18,7 @@ from typing import Any
 from loadlib.config import Limits, Timeouts, check_provider, make_endpoint
 from loadlib.errors import ConfigError
 from loadlib.locust.embedded_mock import mock_config
+from loadlib.locust.server_metrics_part import check_url
 from loadlib.pacing import PROCESSES
 from loadlib.records.pricing import PriceTable
 from loadlib.settings import Options, influx_options, limits_of, timeouts_of
@@ -31,7 +32,19 @@ def check_run(options: Options, host: str, worker: str = "master", pooled: bool 
     (`pooled`), its endpoints are checked with it (loadlib.failover.pool.check_pool), not --host."""
     check_endpoint(options, host, pooled)
     config_from_options(influx_options(options))
+    check_server_metrics(options)
     return check_outputs(options, worker)
+
+
+def check_server_metrics(options: Options) -> None:
+    """--llm-server-metrics: an http(s) URL, scraped at most every 0.1 s."""
+    url = str(options.llm_server_metrics or "")
+    if url:
+        try:
+            check_url(url)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    _at_least(options.llm_server_metrics_interval, 0.1, "--llm-server-metrics-interval")
 
 
 def check_endpoint(options: Options, host: str, pooled: bool = False) -> tuple[Timeouts, Limits]:

@@ -24,6 +24,7 @@ from loadlib.locust.fatal import FatalStop
 from loadlib.locust.part_registry import make_parts, register_part
 from loadlib.locust.parts import HealthPart, NodePart, RecordsPart, StatsPart
 from loadlib.locust.scenario_part import ScenarioPart
+from loadlib.locust.server_metrics_part import ServerMetricsPart
 from loadlib.locust.sink_part import SinkPart
 from loadlib.locust.verdict_part import VerdictPart
 from loadlib.locust.workers import WorkersPart
@@ -291,6 +292,7 @@ register_part("scenarios", 500, lambda ctx: ScenarioPart(_scenario_specs(ctx.env
 register_part("failover", 600, lambda ctx: FailoverPart(ctx.events, ctx.named("influxdb")))
 register_part("scenario_parts", 700, _scenario_parts)
 register_part("workers", 800, WorkersPart)  # after the sink: a worker's final report carries its closed sink's counts
+register_part("server_metrics", 860, lambda ctx: ServerMetricsPart())  # after the capacity search: reads its steps
 register_part("verdicts", 900, _verdicts)  # last: it judges what every other part summarized
 
 

@@ -8,6 +8,7 @@ The sink is configured at `start`, not at init: workers only receive the master'
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from loadlib.errors import ConfigError
@@ -18,6 +19,7 @@ from loadlib.records.user_request import UserRequest
 from loadlib.settings import Options, influx_options
 from loadlib.sinks.config import COUNT_KEYS, REPORT_KEY, UNKNOWN_RUN_ID, build_sink, config_from_options
 from loadlib.sinks.influx import InfluxSink
+from loadlib.sinks.lineproto import capacity_step_line, server_line
 
 log = logging.getLogger("loadlib.sinks")
 
@@ -80,6 +82,16 @@ class SinkPart(NodePart):
     def breaker(self, endpoint: str, state: int) -> None:
         if self.sink is not None:
             self.sink.submit_breaker(endpoint, state)
+
+    def capacity_step(self, row: dict[str, Any]) -> None:
+        """A decided step of the capacity search as an `llm_capacity_step` point (the master's)."""
+        if self.sink is not None:
+            self.sink.submit_line(capacity_step_line(self.sink.run_id, row, time.time_ns()))
+
+    def server_scrape(self, source: str, gauges: dict[str, Any], ttft: dict[str, Any], ts_ns: int) -> None:
+        """A scrape of the server's metrics as an `llm_server` point (the master's)."""
+        if self.sink is not None:
+            self.sink.submit_line(server_line(self.sink.run_id, source, gauges, ttft, ts_ns))
 
     def user_request(self, user: UserRequest) -> None:
         if self.sink is not None:

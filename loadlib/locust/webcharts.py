@@ -15,6 +15,7 @@ from typing import Any
 
 from flask import Response, abort, request, send_from_directory
 
+from loadlib.capacity.answer import answer_line
 from loadlib.reports.run_scenarios import scenario_sections, tabled_lines
 
 STATIC = Path(__file__).parent / "static"
@@ -53,7 +54,25 @@ def feed(ctx: Any, environment: Any) -> dict[str, Any]:
         "clients": summary.get("clients") or {},
         "tables": scenario_sections(summary),
         "lines": [line for line in ctx.lines(summary) if line and line not in tabled],
+        "capacity": capacity_feed(summary.get("capacity"), _running(environment)),
     }
+
+
+def capacity_feed(capacity: dict[str, Any] | None, running: bool) -> dict[str, Any] | None:
+    """The capacity search's finished steps as they stand, for the live step chart, with its answer line; while the
+    test runs, the search's answer so far (its published answer says "the run ended" until the search ends)."""
+    if not capacity:
+        return None
+    if not running:
+        return {**capacity, "answer": answer_line(capacity)}
+    held = capacity.get("max_users", capacity.get("max_rate_per_s"))
+    failed = capacity.get("first_failed_users", capacity.get("first_failed_rate_per_s"))
+    so_far = f"search under way: {held} held so far" + (f", {failed} failed" if failed is not None else "")
+    return {**capacity, "answer": so_far}
+
+
+def _running(environment: Any) -> bool:
+    return str(getattr(environment.runner, "state", "")) in ("spawning", "running", "cleanup")
 
 
 def install_charts(web_ui: Any, ctx: Any) -> None:

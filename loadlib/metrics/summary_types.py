@@ -112,3 +112,4 @@ class Summary(TypedDict, total=False):
     not_started: str | None
     integrity: dict[str, Any] | None
     capacity: dict[str, Any] | None
+    server_metrics: dict[str, Any] | None

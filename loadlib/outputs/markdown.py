@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from loadlib.metrics.server_metrics import STEP_HEADERS, step_cells
 from loadlib.metrics.summary import TOTAL_NAME, client_line, cost_text, number_text, with_interval
 from loadlib.outputs.summary import write_text
 
@@ -302,8 +303,12 @@ def _capacity_table(c: Mapping[str, Any]) -> str:
     else:
         why = esc("; ".join(c.get("first_failed_by") or []))
         head = f"**Capacity: {c.get('max_users')} users** (first failing: {c.get('first_failed_users')} users, {why})"
-    rows = [_capacity_cells(s) for s in c.get("steps") or []]
+    steps = c.get("steps") or []
+    rows = [_capacity_cells(s) for s in steps]
     header = ["step", "users", "result", "req/s", "out tok/s", "TTFT p50 / p95", "TPOT p95", "E2E p95", "errors"]
+    if any(s.get("server") for s in steps):  # --llm-server-metrics: the server's own view of each step
+        rows = [[*row, *step_cells(s)] for row, s in zip(rows, steps, strict=True)]
+        return head + "\n\n" + _table([*header, *STEP_HEADERS], "rrlrrrrrrrrrr", rows)
     return head + "\n\n" + _table(header, "rrlrrrrrr", rows)
 
 

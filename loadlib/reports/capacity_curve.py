@@ -9,6 +9,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from loadlib.metrics.server_metrics import STEP_HEADERS, step_cells
 from loadlib.reports.html import esc, figure, table
 
 HELD, FAILED, KNEE = "#2e7d32", "#c62828", "#1565c0"
@@ -43,10 +44,14 @@ def capacity_html(capacity: Mapping[str, Any] | None) -> list[str]:
         "Each step's window: green held its SLOs, red failed, blue is the answer (the knee: the largest load that "
         "held); numbers are users. Past the knee throughput stops growing while latency climbs."
     )
+    numeric = [True, True, False, True, True, True, True, True, True]
+    if any(s.get("server") for s in steps):  # --llm-server-metrics: the server's own view of each step
+        rows = [[*row, *step_cells(s)] for row, s in zip(rows, steps, strict=True)]
+        headers, numeric = [*headers, *STEP_HEADERS], [*numeric, True, True, True, True]
     return [
         f"<p>{esc(_answer(capacity))}</p>",
         figure(capacity_curve(steps, int(capacity.get("max_users") or 0)), caption),
-        table(headers, rows, [True, True, False, True, True, True, True, True, True]),
+        table(headers, rows, numeric),
     ]
 
 

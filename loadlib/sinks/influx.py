@@ -166,6 +166,10 @@ class InfluxSink:
         """Queue the `llm_amplification` point of one JSON/prose pair of the compliance scenario."""
         self._push((_AMPLIFICATION, depth, structured, plain))
 
+    def submit_line(self, line: str) -> None:
+        """Queue a point already in line protocol (the master's rare ones: a capacity step, a server scrape)."""
+        self._push(line)
+
     def _push(self, item: Any) -> None:
         self._submitted += 1
         if self._closed:

@@ -22,6 +22,8 @@ BREAKER = "llm_breaker"
 USER_REQUEST = "llm_user_request"
 DRILL = "llm_drill"
 AMPLIFICATION = "llm_amplification"
+CAPACITY_STEP = "llm_capacity_step"
+SERVER = "llm_server"
 
 # The fixed schema: measurement -> (tag keys, {field key: type}). Types: "float", "int", "str".
 REQUEST_TAGS = ("endpoint", "model", "provider", "run_id", "scenario", "status", "worker")
@@ -102,6 +104,31 @@ AMPLIFICATION_FIELDS: dict[str, str] = {
     for kind in ("json", "plain")
     for name, typ in (("output_tokens", "int"), ("cost_usd", "float"), ("ttft_ms", "float"), ("e2e_ms", "float"))
 }
+CAPACITY_STEP_TAGS = ("run_id",)
+CAPACITY_STEP_FIELDS: dict[str, str] = {
+    "step": "int",
+    "users": "int",
+    "rate_per_s": "float",
+    "window_s": "float",
+    "requests": "int",
+    "requests_per_s": "float",
+    "output_tokens_per_s": "float",
+    **{f"{m}_{q}_ms": "float" for m in ("ttft", "tpot", "e2e") for q in ("p50", "p95")},
+    "errors": "int",
+    "error_rate": "float",
+    "goodput": "float",
+    "client_saturated": "int",
+    "passed": "int",
+}
+SERVER_TAGS = ("run_id", "source")
+SERVER_FIELDS: dict[str, str] = {
+    "waiting": "float",
+    "running": "float",
+    "kv_cache_usage": "float",
+    "ttft_count": "int",
+    "ttft_mean_ms": "float",
+    "ttft_p95_ms": "float",
+}
 SCHEMA: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     REQUEST: (REQUEST_TAGS, REQUEST_FIELDS),
     WORKER: (WORKER_TAGS, WORKER_FIELDS),
@@ -110,6 +137,8 @@ SCHEMA: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     USER_REQUEST: (USER_REQUEST_TAGS, USER_REQUEST_FIELDS),
     DRILL: (DRILL_TAGS, DRILL_FIELDS),
     AMPLIFICATION: (AMPLIFICATION_TAGS, AMPLIFICATION_FIELDS),
+    CAPACITY_STEP: (CAPACITY_STEP_TAGS, CAPACITY_STEP_FIELDS),
+    SERVER: (SERVER_TAGS, SERVER_FIELDS),
 }
 
 MAX_STRING_FIELD = 1024  # event messages and ids are short; a runaway string must not bloat a batch
@@ -363,3 +392,45 @@ def amplification_line(run_id: str, worker: str, depth: int, structured: Request
             (f"{kind}_e2e_ms", _f(r.e2e_ms)),
         ]
     return _line(AMPLIFICATION, tags, _fields(fields), structured.start_unix_ns or None)
+
+
+def capacity_step_line(run_id: str, row: Mapping[str, Any], ts_ns: int) -> str:
+    """One `llm_capacity_step` point: a decided step of the capacity search (a row of the summary's
+    `capacity.steps`), written once by the master; `passed` and `client_saturated` as 1/0 so a panel can sum them."""
+    fields: list[tuple[str, str | None]] = [
+        ("step", _i(row.get("step"))),
+        ("users", _i(row.get("users"))),
+        ("rate_per_s", _f(row.get("rate_per_s"))),
+        ("window_s", _f(row.get("window_s"))),
+        ("requests", _i(row.get("requests") or 0)),
+        ("requests_per_s", _f(row.get("requests_per_s"))),
+        ("output_tokens_per_s", _f(row.get("output_tokens_per_s"))),
+    ]
+    for metric in ("ttft", "tpot", "e2e"):
+        pair = row.get(f"{metric}_ms") or {}
+        fields += [(f"{metric}_{q}_ms", _f(pair.get(q))) for q in ("p50", "p95")]
+    fields += [
+        ("errors", _i(row.get("errors"))),
+        ("error_rate", _f(row.get("error_rate"))),
+        ("goodput", _f(row.get("goodput"))),
+        ("client_saturated", _i(1 if row.get("client_saturated") else 0)),
+        ("passed", _i(1 if row.get("passed") else 0)),
+    ]
+    return _line(CAPACITY_STEP, _tags((("run_id", run_id),)), _fields(fields), ts_ns)
+
+
+def server_line(
+    run_id: str, source: str, gauges: Mapping[str, float | None], ttft: Mapping[str, Any], ts_ns: int
+) -> str:
+    """One `llm_server` point: a scrape of the server's Prometheus endpoint (`source` the server whose names it
+    spoke): its gauges, and the TTFT of the requests it counted since the previous scrape. `ttft_count` is always
+    written (0 without a histogram), so every point has a field."""
+    fields = (
+        ("waiting", _f(gauges.get("waiting"))),
+        ("running", _f(gauges.get("running"))),
+        ("kv_cache_usage", _f(gauges.get("kv_cache"))),
+        ("ttft_count", _i(ttft.get("count") or 0)),
+        ("ttft_mean_ms", _f(ttft.get("mean_ms"))),
+        ("ttft_p95_ms", _f(ttft.get("p95_ms"))),
+    )
+    return _line(SERVER, _tags((("run_id", run_id), ("source", source))), _fields(fields), ts_ns)

@@ -54,6 +54,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """Terminate a process a test started, and kill it if it has not ended within `timeout` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def worker(port: int, locustfile: str, prefix: Sequence[str] = ()) -> subprocess.Popen:
     """A real Locust worker connecting to a master on loopback `port`, its command behind `prefix`."""
     cmd = locust_cmd("--worker", "--master-host", "127.0.0.1", "--master-port", str(port), locustfile=locustfile)

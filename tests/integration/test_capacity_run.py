@@ -4,7 +4,9 @@ Against the batching mock, whose answer key (`GET /mock/capacity`) knows its cap
 `max_users` is within 10 % of it; against the fixed-delay mock (no capacity limit) the search stops at its maximum
 and says its answer is only a lower bound. The engine is set so its capacity is small and its requests short (4
 output tokens), so a step measures its 100 samples in a few seconds; bench/capacity_accuracy.py runs three settings
-three times each."""
+three times each. The batching run also scrapes the mock's /metrics (--llm-server-metrics: the scraped queue against
+the mock's truth of queueing, step by step) and, where influxd is installed, writes to InfluxDB (the dashboard's
+capacity and server panels against the summary); the other scrapes an endpoint that is down (counted, not fatal)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 
 from loadlib.mock import MockConfig, start_subprocess
+from tests.integration import capacity_views as views
 from tests.integration.influx_server import InfluxServer, find_influxd
 from tests.integration.locust_runs import load, run_distributed
 
@@ -59,12 +62,24 @@ def loads(capacity: dict[str, Any]) -> Sequence[int]:
 
 
 def test_the_search_finds_the_batching_mocks_capacity_within_10_percent(tmp_path: Path) -> None:
+    """The same run scrapes the mock's /metrics (--llm-server-metrics) and writes to InfluxDB when influxd is
+    installed: the scraped queue is checked against the mock's truth, the dashboard's panels against the summary."""
     config = MockConfig(engine="batching", prefill_ms_per_1k=500.0, **ENGINE)  # 15 users
-    with start_subprocess(config) as mock:
-        args = ("--llm-capacity-start", "8", "--llm-capacity-precision", "0.1")
+    with start_subprocess(config) as mock, influx_if_installed(tmp_path / "influxd") as influx:
+        args = ["--llm-capacity-start", "8", "--llm-capacity-precision", "0.1"]
+        args += ["--llm-server-metrics", mock.url + "/metrics", "--llm-server-metrics-interval", "0.2"]
+        args += ["--llm-records", str(tmp_path / "r-{worker}.jsonl")]
+        args += ["--influx-url", influx.url, "--influx-api", "v1", "--influx-db", "locust"] if influx else []
         code, err, seconds, summary = search(mock.url, tmp_path / "s.json", *args)
         truth = answer_key(mock.url, "ttft_p95_ms=300&output_tokens=4")["users"]
+        queue = views.truth_queue(mock.url)
+        if influx is not None:
+            views.check_panels_after_the_run(influx, summary)
     assert code == 0, err[-3000:]
+    table = views.check_server_queue_against_truth(
+        summary["capacity"]["steps"], views.read_records(tmp_path.glob("r-*.jsonl")), queue
+    )
+    print("users, truth queue ms, Little's length, scraped waiting:", [tuple(round(v, 2) for v in r) for r in table])
     capacity = summary["capacity"]
     assert not capacity["lower_bound"], capacity
     assert abs(capacity["max_users"] - truth) <= 0.1 * truth, (capacity["max_users"], truth, loads(capacity))
@@ -95,6 +110,7 @@ def test_without_a_capacity_limit_the_search_stops_at_its_maximum_as_a_lower_bou
     mock_config = MockConfig(ttft_ms=10, itl_ms=2, output_tokens=4)
     with start_subprocess(mock_config) as mock, influx_if_installed(tmp_path / "influxd") as influx:
         args = ["--llm-capacity-start", "4", "--llm-capacity-max", "8", "--llm-capacity-min", "10"]
+        args += ["--llm-server-metrics", "http://127.0.0.1:9/metrics"]  # nothing listens: counted, never fatal
         args += ["--influx-url", influx.url, "--influx-api", "v1", "--influx-db", "locust"] if influx else []
         code, err, _, summary = search(mock.url, tmp_path / "s.json", "--llm-junit", str(tmp_path / "j.xml"), *args)
         if influx is not None:  # each decided step is an annotation
@@ -106,3 +122,6 @@ def test_without_a_capacity_limit_the_search_stops_at_its_maximum_as_a_lower_bou
     assert code == 99, err[-3000:]
     assert summary["verdict"]["reasons"][0] == "capacity max_users 8 (a lower bound) < --llm-capacity-min 10"
     assert 'name="capacity &gt;= 10 users"' in (tmp_path / "j.xml").read_text()
+    server = summary["server_metrics"]
+    assert server["scrapes"] == 0 and server["scrapes_failed"] >= 10 and "refused" in server["last_error"], server
+    assert len(summary["verdict"]["reasons"]) == 1, "the endpoint being down is reported, not a reason to fail"

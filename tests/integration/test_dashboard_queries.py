@@ -24,9 +24,11 @@ from loadlib.records.user_request import UserRequest
 from loadlib.sinks.lineproto import (
     amplification_line,
     breaker_line,
+    capacity_step_line,
     drill_line,
     event_line,
     request_line,
+    server_line,
     user_request_line,
     worker_line,
 )
@@ -104,6 +106,21 @@ FAILOVER_QUERIES = (
 )
 # Titles of the queries that only return data when the run had the compliance scenario's amplification pairs.
 COMPLIANCE_QUERIES = ("Structured-output amplification [A]",)
+# ... only when the run was a capacity search, and only when it scraped the server (--llm-server-metrics).
+CAPACITY_QUERIES = (
+    "Capacity search steps [A]",
+    "Capacity steps: TTFT p95 and requests/s [A]",
+    "Capacity steps: TTFT p95 and requests/s [B]",
+    "Capacity steps",
+)
+SERVER_QUERIES = (
+    "Server: queue depth and running requests [A]",
+    "Server: KV-cache use [A]",
+    "TTFT: the server's own and the client's [A]",
+)
+# The synthetic capacity search: (users, TTFT p95 ms, requests/s, passed) of each step, decided STEP_S apart.
+CAPACITY_STEPS = ((4, 120.0, 30.0, True), (8, 180.0, 55.0, True), (16, 900.0, 60.0, False), (12, 420.0, 58.0, True))
+STEP_S = 20
 
 
 def render_query(query: str, selection: dict[str, str], interval_s: int = 10) -> str:
@@ -287,9 +304,51 @@ def write_run(influx: InfluxServer, run_id: str, n: int) -> SyntheticRun:
         for index, d in enumerate(DRILLS)
     ]
     lines += [amplification_line(run_id, r.worker_id, 3, r, recs[i + 1]) for i, r in enumerate(recs[:-1]) if i % 5 == 0]
+    lines += capacity_lines(run_id, start)
+    lines += [server_scrape(run_id, s, start + s * SECOND) for s in range(n)]
     for i in range(0, len(lines), 5000):
         influx.write(DB, lines[i : i + 5000])
     return SyntheticRun(recs, users, events)
+
+
+def capacity_row(index: int, users: int, ttft_p95: float, rps: float, passed: bool) -> dict[str, Any]:
+    """A step of the summary's `capacity.steps`, as the search decides it."""
+    return {
+        "step": index,
+        "users": users,
+        "window_s": 5.0,
+        "requests": int(rps * 5),
+        "requests_per_s": rps,
+        "output_tokens_per_s": rps * 4,
+        "ttft_ms": {"p50": ttft_p95 / 2, "p95": ttft_p95},
+        "tpot_ms": {"p50": 10.0, "p95": 12.0},
+        "e2e_ms": {"p50": ttft_p95, "p95": ttft_p95 * 2},
+        "errors": 0 if passed else 3,
+        "error_rate": 0.0 if passed else 3 / (rps * 5),
+        "goodput": None,
+        "client_saturated": False,
+        "passed": passed,
+    }
+
+
+def capacity_lines(run_id: str, start: int) -> list[str]:
+    """Each step as the master writes it: an `llm_capacity_step` point and a `capacity_step` annotation."""
+    out = []
+    for index, (users, ttft, rps, passed) in enumerate(CAPACITY_STEPS, 1):
+        at = start + index * STEP_S * SECOND
+        out.append(capacity_step_line(run_id, capacity_row(index, users, ttft, rps, passed), at))
+        out.append(event_line(run_id, "capacity_step", "", f"step {index} {users} users", at, "master"))
+    return out
+
+
+def server_scrape(run_id: str, second: int, at: int) -> str:
+    """A scrape a second: the queue grows with the step's load (the step of second s is s // STEP_S)."""
+    users = CAPACITY_STEPS[min(len(CAPACITY_STEPS) - 1, second // STEP_S)][0]
+    waiting = max(0, users - 10)
+    ttft = {"count": users, "mean_ms": 50.0 + 20 * waiting, "p95_ms": 80.0 + 30 * waiting}
+    return server_line(
+        run_id, "vllm", {"waiting": waiting, "running": min(users, 10), "kv_cache": users / 20}, ttft, at
+    )
 
 
 @pytest.fixture(scope="module")
@@ -470,3 +529,23 @@ def test_drill_table_has_the_final_figures_of_each_drill(loaded: tuple[InfluxSer
         assert row["passed"] == (1 if figures["passed"] else 0)
     primary_only = run_dashboard_queries(influx, SELECTIONS["chat on primary"])
     assert [s["tags"]["drill"] for s in primary_only["Failover drills [A]"][1]] == ["0"]
+
+
+def test_capacity_steps_and_server_panels_return_what_was_written(loaded: tuple[InfluxServer, SyntheticRun]) -> None:
+    """The step table has one row per step with its figures; the server panels read the scrapes."""
+    influx, _ = loaded
+    results = run_dashboard_queries(influx, SELECTIONS["everything"])
+    (table,) = results["Capacity search steps [A]"][1]
+    rows = [dict(zip(table["columns"], row, strict=True)) for row in table["values"]]
+    got = [(r["users"], r["TTFT p95"], r["requests/s"], r["passed"]) for r in rows]
+    assert got == [(u, ttft, rps, int(ok)) for u, ttft, rps, ok in CAPACITY_STEPS]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4] and rows[2]["errors"] == 3
+    (curve,) = results["Capacity steps: TTFT p95 and requests/s [A]"][1]
+    assert [v[1] for v in curve["values"]] == [ttft for _, ttft, _, _ in CAPACITY_STEPS]
+    (annotations,) = results["Capacity steps"][1]
+    assert len(annotations["values"]) == len(CAPACITY_STEPS)
+    (queue,) = results["Server: queue depth and running requests [A]"][1]
+    waiting = [v[1] for v in queue["values"] if v[1] is not None]
+    assert max(waiting) == 6 and min(waiting) == 0, "the queue of the 16-user step, none at 4 and 8 users"
+    server, client = (results[f"TTFT: the server's own and the client's [{ref}]"][1] for ref in "AB")
+    assert server and client and server[0]["columns"][1] == "server TTFT p95"

@@ -55,6 +55,7 @@ def refused(*args: str, locustfile: str = "locustfiles/chat.py", **environ: str)
         (["--llm-max-line-mb", "0"], "--llm-max-line-mb"),
         (["--arrival-rate", "-1"], "--arrival-rate must be >= 0"),
         (["--influx-url", "http://127.0.0.1:1", "--influx-api", "v3"], "--influx-api must be v1 or v2"),
+        (["--llm-server-metrics", "localhost:8000/metrics"], "--llm-server-metrics 'localhost:8000/metrics': give"),
     ],
     ids=lambda v: v if isinstance(v, str) else v[0],
 )

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from tests.integration.locust_runs import ROOT, env, locust_cmd
+from tests.integration.locust_runs import ROOT, env, locust_cmd, stop
 from tests.integration.test_webui import ARTIFACTS, BROWSER_ARGS, CHROMIUM, free_port, wait_for, wait_http
 
 pytestmark = pytest.mark.integration
@@ -59,11 +59,7 @@ def chat_ui() -> Iterator[str]:
         wait_http(base + "/")
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium not installed (scripts/test.sh installs it)")

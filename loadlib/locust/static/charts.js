@@ -174,6 +174,69 @@ function drawTables(tables) {
   el("scenario-tables").hidden = !tables.length;
 }
 
+// A step's load: its users, or its arrival rate in a rate search.
+function load(step) {
+  return step.users !== undefined && step.users !== null ? step.users : step.rate_per_s;
+}
+
+// The server's queue, batch and KV-cache use over the step's window (with --llm-server-metrics), or "-".
+function serverCell(server) {
+  if (!server) return "-";
+  const mean = (f, scale) => (f ? fmt(f.mean * (scale || 1)) : "-");
+  return `${mean(server.waiting)} / ${mean(server.running)} / ${server.kv_cache ? mean(server.kv_cache, 100) + " %" : "-"}`;
+}
+
+// Ticks of the load axis: whole users (or round rates), never 8.5 users.
+const LOAD_INCRS = [1, 2, 4, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000];
+
+// The capacity search's finished steps by load: TTFT p95 as a line through every step, the failing steps again as
+// red rings, requests/s on its own axis; `window.llmCharts.capacity` says what was drawn (the browser test reads it).
+function drawCapacity(capacity) {
+  const section = el("capacity");
+  section.hidden = !capacity;
+  if (!capacity) return;
+  const steps = [...capacity.steps].sort((a, b) => load(a) - load(b));
+  const x = steps.map(load);
+  const ttft = steps.map((s) => s.ttft_ms.p95);
+  const failed = steps.map((s) => (s.passed ? null : s.ttft_ms.p95 === null ? 0 : s.ttft_ms.p95));
+  const rps = steps.map((s) => s.requests_per_s);
+  const data = [x, ttft, failed, rps];
+  const unit = capacity.mode === "rate" ? "requests/s offered" : "users";
+  if (!charts.capacity || charts.capacity.unit !== unit) {
+    if (charts.capacity) charts.capacity.chart.destroy();
+    const axis = { stroke: "#616161", grid: { stroke: "#eeeeee" }, ticks: { stroke: "#e0e0e0" } };
+    const node = el("chart-capacity");
+    const opts = {
+      width: Math.max(node.clientWidth, 300), height: 260, padding: [8, 8, 0, 0],
+      scales: { x: { time: false }, y: { range: fromZero }, rps: { range: fromZero } },
+      series: [{ label: unit, value: (u, v) => fmt(v) },
+        { label: "TTFT p95 (ms)", stroke: COLORS[0], width: 2, points: { show: true, size: 8 }, value: (u, v) => fmt(v) },
+        { label: "failing step", stroke: "#c62828", width: 0, paths: () => null,
+          points: { show: true, size: 16, width: 3, stroke: "#c62828", fill: "rgba(0,0,0,0)" }, value: (u, v) => fmt(v) },
+        { label: "requests/s", stroke: COLORS[2], width: 2, dash: [6, 4], scale: "rps", points: { show: true, size: 6 },
+          value: (u, v) => fmt(v) }],
+      hooks: { ready: [showLatest], setData: [showLatest], setCursor: [showLatest] },
+      axes: [{ ...axis, label: unit, space: 50, incrs: LOAD_INCRS }, { ...axis, size: axisSize }, { ...axis, scale: "rps", side: 1, size: axisSize,
+        grid: { show: false } }],
+    };
+    charts.capacity = { unit, chart: new uPlot(opts, data, node) };
+  } else {
+    charts.capacity.chart.setData(data);
+  }
+  const drawn = charts.capacity.chart.data;
+  window.llmCharts.capacity = {
+    steps: drawn[0].length,
+    loads: [...drawn[0]],
+    failed: drawn[0].filter((_, i) => drawn[2][i] !== null && drawn[2][i] !== undefined),
+  };
+  el("capacity-answer").textContent = capacity.answer || "";
+  fill("capacity-steps", capacity.steps.map((s) => row([text("td", s.step), text("td", load(s)),
+    text("td", s.passed ? "held" : "FAIL", s.passed ? "pass" : "fail"), text("td", fmt(s.requests_per_s)),
+    text("td", fmt(s.output_tokens_per_s)), text("td", `${fmt(s.ttft_ms.p50)} / ${fmt(s.ttft_ms.p95)}`),
+    text("td", fmt(s.e2e_ms.p95)), text("td", s.errors), text("td", serverCell(s.server)),
+    text("td", (s.failed || []).join("; ") || (s.client_reason || ""))])));
+}
+
 async function poll() {
   try {
     const response = await fetch("/llm/charts.json", { cache: "no-store" });
@@ -188,6 +251,7 @@ async function poll() {
       if (names.length) drawSeries(feed.timeline.series[chooser(names)]);
       drawVerdicts(feed);
       drawTables(feed.tables);
+      drawCapacity(feed.capacity);
     } else if (response.status === 401 || response.redirected) {
       window.location = "/login";
     }

@@ -43,6 +43,10 @@ def test_endpoint_checks_name_the_problem() -> None:
     with pytest.raises(ConfigError, match="--arrival-rate"):
         check_endpoint(parsed("--arrival-rate", "-2"), "http://127.0.0.1:9/v1")
     assert check_run(parsed(), "http://127.0.0.1:9/v1") == []
+    with pytest.raises(ConfigError, match="--llm-server-metrics 'vllm:8000/metrics': give an http"):
+        check_run(parsed("--llm-server-metrics", "vllm:8000/metrics"), "http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError, match="--llm-server-metrics-interval"):
+        check_run(parsed("--llm-server-metrics-interval", "0"), "http://127.0.0.1:9/v1")
 
 
 @pytest.mark.skipif(not Path("/proc/version").is_file(), reason="needs Linux's /proc")

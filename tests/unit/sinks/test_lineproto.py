@@ -421,3 +421,49 @@ def test_the_whole_prompt_of_an_anthropic_cache_read_adds_the_cached_tokens() ->
     assert fields["cache_reported_prompt_tokens"] == ("int", 910)
     _, _, fields, _ = parse_line(lp.request_line(make_record(prompt_tokens=10, start_unix_ns=TS)))
     assert "cache_reported_prompt_tokens" not in fields, "no cached count reported: no hit rate to weigh"
+
+
+# ---- capacity steps and server scrapes ---------------------------------------------------------------------------
+
+
+def test_capacity_step_point_has_every_figure_of_the_step() -> None:
+    row = {
+        "step": 3,
+        "users": 16,
+        "window_s": 4.25,
+        "requests": 212,
+        "requests_per_s": 49.9,
+        "output_tokens_per_s": 199.5,
+        "ttft_ms": {"p50": 210.0, "p95": 640.5},
+        "tpot_ms": {"p50": 3.0, "p95": None},
+        "e2e_ms": {"p50": 230.0, "p95": 700},
+        "errors": 2,
+        "error_rate": 2 / 212,
+        "goodput": None,
+        "client_saturated": False,
+        "passed": False,
+    }
+    m, tags, fields, ts = parse_line(lp.capacity_step_line("r", row, TS))
+    assert (m, tags, ts) == ("llm_capacity_step", {"run_id": "r"}, TS)
+    assert_schema_types(m, tags, fields)
+    assert fields["users"] == ("int", 16) and fields["ttft_p95_ms"] == ("float", 640.5)
+    assert fields["e2e_p95_ms"] == ("float", 700.0) and fields["passed"] == ("int", 0)
+    assert "tpot_p95_ms" not in fields and "goodput" not in fields and "rate_per_s" not in fields
+
+
+def test_server_point() -> None:
+    ttft = {"count": 4, "mean_ms": 45.0, "p95_ms": 88.5}
+    m, tags, fields, ts = parse_line(
+        lp.server_line("r", "vllm", {"waiting": 3, "running": 8, "kv_cache": None}, ttft, TS)
+    )
+    assert (m, tags, ts) == ("llm_server", {"run_id": "r", "source": "vllm"}, TS)
+    assert_schema_types(m, tags, fields)
+    assert fields == {
+        "waiting": ("float", 3.0),
+        "running": ("float", 8.0),
+        "ttft_count": ("int", 4),
+        "ttft_mean_ms": ("float", 45.0),
+        "ttft_p95_ms": ("float", 88.5),
+    }
+    _, _, fields, _ = parse_line(lp.server_line("r", "tgi", {"waiting": 1}, {"count": None}, TS))
+    assert fields == {"waiting": ("float", 1.0), "ttft_count": ("int", 0)}
