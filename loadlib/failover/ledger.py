@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from loadlib.failover.incidents import Incidents
 from loadlib.histogram import Histogram
 
 FORMAT = 1
@@ -132,6 +133,7 @@ class Ledger:
         self.states: dict[str, dict[str, dict[str, Any]]] = {}
         self._live: list[Drill] = []
         self._boundary = -math.inf
+        self.incidents = Incidents()  # not reset with the statistics: an outage is a fact
         self.reset()
 
     # -- lifecycle ---------------------------------------------------------------------------------------------------
@@ -141,6 +143,7 @@ class Ledger:
         already scheduled for this one, starting at or after `at`, are kept)."""
         self.t0 = at
         self.states = {}
+        self.incidents = Incidents()
         self.drills = {i: d for i, d in self.drills.items() if d.start >= at}
         self.reset()
 
@@ -219,15 +222,20 @@ class Ledger:
         self._keep(self.node, (self.node, endpoint, old, new, at, reason))
         self._set_state(self.node, endpoint, new, at)
         self._changed_states.add(endpoint)
+        self.incidents.transition(endpoint, new, at)
         if new != "open":
             return
         for d in self._live_at(at):
             if d.endpoint == endpoint and d.tracks(at):
                 self._first(d, "detect_at", at)
 
-    def attempt(self, endpoint: str, ok: bool, at: float) -> None:
+    def attempt(
+        self, endpoint: str, ok: bool, at: float, start: float | None = None, counted: bool | None = None
+    ) -> None:
         """One attempt (of any user request, retries and hedges included) ended at `at`; `ok`: not an error (a hedge's
-        cancelled loser is an attempt but no error: docs/failover.md, "Hedging")."""
+        cancelled loser is an attempt but no error: docs/failover.md, "Hedging"). `start` (when it was sent) and
+        `counted` (a failure the breaker counts; False an answer; None neither) feed the incidents."""
+        self.incidents.attempt(endpoint, at if start is None else start, at, counted)
         if self.t0 is None:
             self.t0 = at
         bins = self.traffic.get(endpoint)
@@ -260,6 +268,7 @@ class Ledger:
         `hedged_won` whether its hedge answered while the attempt it raced was still running: `endpoint` was faster,
         which is neither a failover (UserRequest.failed_over) nor a failback."""
         answered = None if hedged_won else endpoint  # only decides failover and failback in _during
+        self.incidents.user_request(end, preferred, answered if ok else None, ok)
         for d in self._live_at(end):
             if end < d.start:
                 if ok and ttft_ms is not None and preferred == d.endpoint and end >= d.since:
@@ -349,6 +358,7 @@ class Ledger:
             "breakers": {e: dict(self.states[self.node][e]) for e in sorted(self._changed_states)},
             "traffic": {e: [[s, n, f] for s, (n, f) in sorted(b.items())] for e, b in self.traffic.items()},
             "quality": {e: {**q.counts, "output_tokens": q.output_tokens.to_dict()} for e, q in self.fallback.items()},
+            "incidents": self.incidents.ship(),
         }
         self._clear_shipped()
         return data
@@ -390,6 +400,7 @@ class Ledger:
             self._set_state(worker, endpoint, s["state"], s["since"])
         self._merge_traffic(data["t0"], data["traffic"])
         self._merge_quality(data["quality"])
+        self.incidents.merge(worker, data.get("incidents") or [])
 
     def _merge_drill(self, worker: str, item: dict[str, Any]) -> None:
         d = self.drills.get(item["index"])

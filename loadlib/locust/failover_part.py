@@ -13,10 +13,12 @@ import logging
 import time
 from typing import Any
 
+from loadlib.errors import ErrorClass
 from loadlib.failover.breaker import State, Transition
 from loadlib.failover.client_faults import ClientFault
-from loadlib.failover.dispatch import Delivery, Dispatcher
+from loadlib.failover.dispatch import UNJUDGED, Delivery, Dispatcher
 from loadlib.failover.figures import drill_figures, lines, quality_figures, traffic_series
+from loadlib.failover.incidents import incident_figures, incident_line
 from loadlib.failover.ledger import Ledger
 from loadlib.failover.pool import PoolConfig
 from loadlib.locust.parts import Node, NodePart
@@ -67,10 +69,17 @@ class FailoverPart(NodePart):
     def add(self, record: RequestRecord) -> None:
         if not self.active:
             return
-        at = record.start_unix_ns / 1e9 + (record.e2e_ms or 0.0) / 1000.0
+        start = record.start_unix_ns / 1e9
+        at = start + (record.e2e_ms or 0.0) / 1000.0
         # a hedge's loser and an attempt the run's end cut off are attempts, not errors (ErrorClass.is_error)
-        self.ledger.attempt(record.endpoint, not record.status.is_error, at)
+        self.ledger.attempt(record.endpoint, not record.status.is_error, at, start, self._counted(record.status))
         self.ledger.quality(record.endpoint, record.status.value, record.output_tokens)
+
+    def _counted(self, status: ErrorClass) -> bool | None:
+        """For the incidents: a failure the breaker counts, an answer (False), or neither (None: it tells nothing)."""
+        if status in UNJUDGED or self.pool is None:
+            return None
+        return status in self.pool.breaker.counted
 
     def user_request(self, user: UserRequest, delivery: Delivery) -> None:
         """One user-visible request ended on this node. Without failover, retries, hedges or drills it is its one
@@ -189,11 +198,13 @@ class FailoverPart(NodePart):
         attempts = int((summary.get("total") or {}).get("count") or 0)
         targets = _applicable(self.pool)
         figures = drill_figures(self.ledger, targets) if targets is not None else []
+        self.ledger.incidents.keep_own(self.node)
         summary["failover"] = {
             "pool": _describe(self.pool),
             "user_requests": self.users.summary(attempts) if self.active else None,
             "breakers": self.ledger.breaker_states(),
             "drills": figures,
+            "incidents": self.incidents(),
             "quality": quality_figures(self.ledger),
             "traffic": traffic_series(self.ledger),
             "events": sorted(self.log, key=lambda e: e["at"]),
@@ -208,7 +219,13 @@ class FailoverPart(NodePart):
         u = data["user_requests"]
         out = [_user_line(u)]
         out += [_breaker_line(w, states) for w, states in sorted(data["breakers"].items())]
+        out += [incident_line(f) for f in data.get("incidents") or []]
         return out + lines(data["drills"], data["quality"] if u["failed_over"] else {})  # no fallback answered: moot
+
+    def incidents(self) -> list[dict[str, Any]]:
+        """The run's incidents from every node's breaker timeline (docs/failover.md, "Incidents")."""
+        drills = [(d.index, d.endpoint, d.start, d.stop) for d in self.ledger.ordered()]
+        return incident_figures(self.ledger.incidents.by_worker, self.ledger.t0, drills)
 
 
 def _active(pool: PoolConfig | None) -> bool:

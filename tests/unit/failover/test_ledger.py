@@ -124,7 +124,17 @@ def test_ship_shape() -> None:
     feed(w, DRILL + W1)
     data = w.ship()
     assert wire(data) == data
-    assert set(data) == {"v", "t0", "drills", "transitions", "transitions_dropped", "breakers", "traffic", "quality"}
+    assert set(data) == {
+        "v",
+        "t0",
+        "drills",
+        "transitions",
+        "transitions_dropped",
+        "breakers",
+        "traffic",
+        "quality",
+        "incidents",
+    }
     assert data["transitions"][0] == ["primary", "closed", "open", 1020.4, "test"]
     assert data["breakers"] == {"primary": {"state": "closed", "since": 1045.6}}
     assert data["traffic"]["secondary"] == [[20, 1, 0], [25, 1, 0]]
