@@ -99,17 +99,19 @@ class FailoverPart(NodePart):
 
     def _watch_failover(self, user: UserRequest) -> None:
         """A node-level failover is the first failed-over answer for a preferred endpoint (a hedge that won its race
-        is not one); failback the first answer from the preferred one again. Requests sent before the last change do
-        not flip it back (one routed away while the breaker was open may end after the failback)."""
+        is not one); failback the first answer from the preferred one again. A request sent before the answer that
+        made the last change cannot flip it back: it was routed by what the node knew before (one routed away while
+        the breaker was half-open ends after the probe that closed it; one the preferred endpoint took before the
+        outage ends after the first failover)."""
         preferred, answered = user.preferred, user.endpoint or ""
         start = user.start_unix_ns / 1e9
         if start < self.flipped_at.get(preferred, 0.0):
             return
         if user.failed_over and preferred not in self.failed_over:
-            self.failed_over[preferred], self.flipped_at[preferred] = answered, start
+            self.failed_over[preferred], self.flipped_at[preferred] = answered, user.end_unix
             self.fire("failover", preferred, f"requests for {preferred} answered by {answered}")
         elif answered == preferred and preferred in self.failed_over:
-            self.flipped_at[preferred] = start
+            self.flipped_at[preferred] = user.end_unix
             self.fire("failback", preferred, f"{preferred} answers again (was {self.failed_over.pop(preferred)})")
 
     def _hedge_event(self) -> None:
