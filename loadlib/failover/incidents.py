@@ -148,7 +148,7 @@ def _grouped(by_worker: dict[tuple[str, int], NodeIncident]) -> list[tuple[str, 
     per_endpoint: dict[str, list[tuple[str, NodeIncident]]] = {}
     for (worker, _), inc in by_worker.items():
         per_endpoint.setdefault(inc.endpoint, []).append((worker, inc))
-    groups = []
+    groups: list[tuple[str, list[tuple[str, NodeIncident]]]] = []
     for endpoint, items in sorted(per_endpoint.items()):
         items.sort(key=lambda wi: wi[1].first_failure_at)
         end = -math.inf

@@ -44,6 +44,7 @@ class FailoverPart(NodePart):
         self.dispatcher: Dispatcher | None = None
         self.pool: PoolConfig | None = None
         self.node = "local"
+        self.is_worker = False
         self.log: list[dict[str, Any]] = []  # this node's events (shipped) or, on the master, everyone's
         self.dropped_events = 0
         self.failed_over: dict[str, str] = {}  # preferred endpoint -> the one answering instead
@@ -57,6 +58,7 @@ class FailoverPart(NodePart):
 
     def start(self, ctx: Node) -> None:
         self.node, now = ctx.node, time.time()
+        self.is_worker = ctx.is_worker  # a worker ships its incidents; the master (or a local run) writes them
         self.ledger = Ledger()
         self.ledger.start(now)
         self.log, self.failed_over, self.flipped_at = [], {}, {}
@@ -172,12 +174,16 @@ class FailoverPart(NodePart):
             faults.pop(endpoint, None)
 
     def write_drills(self) -> None:
-        """The master's (or local runner's) drill figures as `llm_drill` points, at test stop while the sink is
-        open: exact but for a worker's last report, which may come after (the JSON summary has it)."""
-        if self.pool is None or not self.pool.drills:
+        """The master's (or local runner's) drill and incident figures as `llm_drill` and `llm_incident` points, at
+        test stop while the sink is open: exact but for a worker's last report, which may come after (the JSON
+        summary has it)."""
+        if self.pool is None or not self.active or self.is_worker:
             return
-        for f in drill_figures(self.ledger, _applicable(self.pool)):
+        for f in drill_figures(self.ledger, _applicable(self.pool)) if self.pool.drills else []:
             self.sinks.drill(f)
+        self.ledger.incidents.keep_own(self.node)
+        for f in self.incidents():
+            self.sinks.incident(f)
 
     # reports
 
