@@ -23,7 +23,7 @@ from tests.integration.locust_runs import headless, load, locust_cmd, run, run_d
 pytestmark = [pytest.mark.integration, pytest.mark.alone]  # times against ground truth
 PRIMARY = MockConfig(ttft_ms=30, itl_ms=5, output_tokens=8)
 SECONDARY = MockConfig(ttft_ms=50, itl_ms=5, output_tokens=8)
-FAILURES, COOLDOWN_S, FAULT_S, RUN_S, USERS = 3, 1.0, 2.0, 7, 6
+FAILURES, COOLDOWN_S, FAULT_S, RUN_S, USERS = 3, 1.0, 2.0, 9, 6
 TOLERANCE_S = 0.05
 
 
