@@ -20,6 +20,7 @@ worker's name. A local run (no workers) is one ledger that is both: its own figu
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -41,6 +42,7 @@ COUNTS = (
 )
 FIRSTS = ("detect_at", "failover_at", "failback_at")
 _PRUNE_AFTER_S = 60.0  # a drill is dropped from the per-request loop this long after the next drill started
+_SWITCH_LATE_S = 10.0  # how late a request may reach the ledger after its end and still move the switch window
 
 Transition = tuple[str, str, str, str, float, str]  # worker, endpoint, old, new, at, reason
 
@@ -158,6 +160,7 @@ class Ledger:
         self.fallback: dict[str, Quality] = {}
         self._kept: dict[str, int] = {}
         self._mine: dict[int, NodeDrill] = {}
+        self._switch: dict[int, deque[tuple[float, bool]]] = {}  # drill -> recent (end, ok) counted in the switch
         self._pending_before: dict[str, Histogram] = {}
         self._changed_states: set[str] = set()
         self._link()
@@ -214,6 +217,31 @@ class Ledger:
             mine = self._mine[d.index] = NodeDrill()
         if mine.take_first(name, at):
             d.node(self.node).take_first(name, at)
+            if name == "failover_at":
+                self._retract_switch(d, at)
+
+    def _count_switch(self, d: Drill, end: float, ok: bool) -> None:
+        """A request in this node's switch window, kept a while in case an earlier failover success comes later."""
+        d.switch_requests += 1
+        d.switch_errors += not ok
+        recent = self._switch.get(d.index)
+        if recent is None:
+            recent = self._switch[d.index] = deque()
+        recent.append((end, ok))
+        while recent[0][0] < end - _SWITCH_LATE_S:
+            recent.popleft()
+
+    def _retract_switch(self, d: Drill, failover_at: float) -> None:
+        """The first failover success moved earlier (requests end out of order): requests counted in the switch
+        window that ended after it leave it, so the count does not depend on the order requests end in."""
+        recent = self._switch.get(d.index)
+        if not recent:
+            return
+        keep = deque(e for e in recent if e[0] <= failover_at)
+        for _, ok in (e for e in recent if e[0] > failover_at):
+            d.switch_requests -= 1
+            d.switch_errors -= not ok
+        self._switch[d.index] = keep
 
     # -- inputs (the request path) -------------------------------------------------------------------------------------
 
@@ -304,8 +332,7 @@ class Ledger:
             d.node(self.node).exposed += 1
         mine = self._mine.get(d.index)
         if mine is None or mine.failover_at is None or end <= mine.failover_at:
-            d.switch_requests += 1
-            d.switch_errors += not ok
+            self._count_switch(d, end, ok)
         if away and ttft_ms is not None:
             d.ttft_failed_over_ms.record(ttft_ms)
 

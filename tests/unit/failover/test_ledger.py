@@ -278,3 +278,19 @@ def test_merge_learns_drills_the_master_did_not_see() -> None:
     d = master.drills[0]
     assert (d.endpoint, d.start, d.stop, d.user_requests) == ("primary", 1020.0, 1040.0, 3)
     assert master.t0 == T0
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0), (2, 0, 1)])
+def test_the_switch_window_does_not_depend_on_the_order_requests_end_in(order: tuple[int, ...]) -> None:
+    """Three failed-over requests ending at +1.0, +1.1, +1.2 s: only the first is in the switch window (with the
+    failed one before it), whatever order they reach the ledger in, shipped between them or not."""
+    w, master = node("w1"), node("master")
+    w.drill_started(1, "primary", "http_503", T0 + 10)
+    w.user_request(T0 + 10.1, T0 + 10.5, "primary", None, False, None, 1)
+    ends = [T0 + 11.0, T0 + 11.1, T0 + 11.2]
+    for i in order:
+        w.user_request(ends[i] - 0.3, ends[i], "primary", "secondary", True, 90.0, 2)
+        master.merge("w1", wire(w.ship()))
+    d = master.drills[1]
+    assert (d.switch_requests, d.switch_errors, d.user_requests) == (2, 1, 4)
+    assert d.nodes["w1"].failover_at == T0 + 11.0
