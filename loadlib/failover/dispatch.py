@@ -23,7 +23,7 @@ from loadlib.errors import ErrorClass
 from loadlib.failover.breaker import CircuitBreaker, Transition
 from loadlib.failover.client_faults import ClientFault
 from loadlib.failover.pool import PoolConfig
-from loadlib.failover.retry import RetryBudget, wait_before_retry
+from loadlib.failover.retry import RetryBudget, asked_wait_s, backoff_s
 from loadlib.failover.routing import Router, pick
 
 FirstOutput = Callable[[], None]
@@ -109,6 +109,7 @@ class Dispatcher:
         self.hedge_after_s = pool.hedge_after_ms / 1000.0 if len(names) > 1 else 0.0
         self.hedges = self.hedges_won = 0
         self.faults: dict[str, ClientFault] = {}
+        self.cooling: dict[str, float] = {}  # endpoint -> clock time its Retry-After ends (retry_after_cooldown)
         self.clock = clock
         self.only = names[0] if _single_path(pool) else None
 
@@ -132,22 +133,42 @@ class Dispatcher:
         delivery = Delivery(order[0], perf_counter(), [], None)
         tried: list[str] = []
         while True:
-            picked = pick(order, self.admit, tried)
+            picked = pick(order, self._cooled(tried) if self.cooling else self.admit, tried)
             if picked is None:
                 return delivery
             name, permit = picked
             if name in tried:
-                sleep(self._wait(delivery.answered))
+                sleep(self._wait(delivery, name))
             answered = self._send_one(attempt, delivery, order, tried, name, permit)
             delivery.answered = answered
             if not self._may_retry(answered, len(delivery.attempts)):
                 return delivery
 
-    def _wait(self, last: Attempt | None) -> float:
-        """Before sending again to an endpoint this request already tried: Retry-After (capped) or the backoff."""
+    def _cooled(self, tried: list[str]) -> Callable[[str], int | None]:
+        """`admit`, but an endpoint cooling down for its Retry-After refuses requests that have not tried it yet (one
+        that did waits for it: see _wait)."""
+        now = self.clock()
+
+        def admit(name: str) -> int | None:
+            if name not in tried and self.cooling.get(name, 0.0) > now:
+                return None
+            return self.breakers[name].admit()
+
+        return admit
+
+    def _wait(self, delivery: Delivery, name: str) -> float:
+        """Before sending again to `name`, which this request already tried: what `name` itself asked for in its
+        last answer (Retry-After, capped), less the time since that answer, even when another endpoint failed in
+        between; without one, the backoff after the request's last attempt."""
+        last = delivery.answered
         if last is None:
             return 0.0
-        return wait_before_retry(last.number, last.headers, self.pool.retry, self.rng, time.time())
+        own = next(a for a in reversed(delivery.attempts) if a.endpoint == name)
+        asked = asked_wait_s(own.headers, self.pool.retry, time.time()) if own.headers else None
+        if asked is None:
+            return backoff_s(last.number, self.pool.retry, self.rng)
+        ended = own.t0 + (own.e2e_ms or 0.0) / 1000.0
+        return max(0.0, asked - (perf_counter() - ended))
 
     def _may_retry(self, last: Attempt, attempts: int) -> bool:
         """Another attempt only for a retryable failure that showed the user nothing, within the attempts and the
@@ -177,6 +198,16 @@ class Dispatcher:
         else:
             breaker.record(permit, done.status)
         delivery.attempts.append(done)
+        if self.pool.retry.retry_after_cooldown and done.headers:
+            self._cool(done)
+
+    def _cool(self, done: Attempt) -> None:
+        """The endpoint asked for a wait: no new request goes to it until the wait is over (retry_after_cooldown)."""
+        asked = asked_wait_s(done.headers, self.pool.retry, time.time())
+        if asked:
+            until = self.clock() + asked
+            if until > self.cooling.get(done.endpoint, 0.0):
+                self.cooling[done.endpoint] = until
 
     def _hedged(
         self, attempt: AttemptFn, delivery: Delivery, order: list[str], tried: list[str], name: str, permit: int

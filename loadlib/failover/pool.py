@@ -22,7 +22,7 @@ drill nobody asked for. Unknown keys are errors at every level (a typo must not 
     breaker: {failures: 5, failure_rate: 0.5, window_s: 10, min_calls: 20, cooldown_s: 5, probes: 1,
               count: [connect_error, timeout_*, http_5xx]}  # error class names (ErrorClass values), globs allowed
     retry: {max_attempts: 3, backoff_base_s: 0.1, backoff_max_s: 2, retry_after_max_s: 10, budget: 0.2,
-            budget_window_s: 10, retry_on: [connect_error, http_5xx, rate_limited]}
+            budget_window_s: 10, retry_on: [connect_error, http_5xx, rate_limited], retry_after_cooldown: false}
     hedge: {after_ms: 300}      # 0 = no hedging
     drills:                     # endpoint, fault, at, for + the fault's parameters (loadlib.failover.drills_config)
       - {endpoint: primary, fault: http_503, at: 20s, for: 20s}
@@ -62,6 +62,7 @@ from loadlib.failover.drills_config import (
     check_keys,
     drill_from_mapping,
     duration,
+    flag,
     integer,
     number,
     parse_drill,
@@ -83,7 +84,8 @@ TOP_KEYS = ("policy", "endpoints", "breaker", "retry", "hedge", "drills", "targe
 ENDPOINT_KEYS: tuple[str, ...] = ("name", "provider", "base_url", "model", "key_env", "priority", "weight", "prices")
 ENDPOINT_KEYS += ("timeouts", "mock", "admin_url")
 BREAKER_KEYS = ("failures", "failure_rate", "window_s", "min_calls", "cooldown_s", "probes", "count")
-RETRY_KEYS = ("max_attempts", "backoff_base_s", "backoff_max_s", "retry_after_max_s", "budget", "budget_window_s")
+RETRY_KEYS: tuple[str, ...] = ("max_attempts", "backoff_base_s", "backoff_max_s", "retry_after_max_s", "budget")
+RETRY_KEYS += ("budget_window_s", "retry_after_cooldown")
 TIMEOUT_KEYS = ("connect", "ttft", "idle", "total")
 PRICE_KEYS = ("input", "output", "cached_input")
 # Classes a breaker may count or a retry may follow: not a success, a lost hedge, or a refusal that sent nothing.
@@ -361,6 +363,7 @@ def _retry(data: Mapping[str, Any], place: Place) -> RetryConfig:
             data.get("budget_window_s", d.budget_window_s), place.key("budget_window_s"), open_low=True
         ),
         retry_on=_classes(data["retry_on"], place.key("retry_on")) if "retry_on" in data else DEFAULT_RETRYABLE,
+        retry_after_cooldown=flag(data.get("retry_after_cooldown", False), place.key("retry_after_cooldown")),
     )
 
 
