@@ -69,6 +69,8 @@ def _counts(d: Drill) -> dict[str, Any]:
         "switch_error_rate": _rate(d.switch_errors, d.switch_requests),
         "attempts": d.attempts,
         "attempt_errors": d.attempt_errors,
+        "in_flight": d.in_flight,
+        "in_flight_failed": d.in_flight_failed,
     }
 
 
@@ -224,7 +226,8 @@ def _volume_line(f: dict[str, Any]) -> str:
         f"  user-visible errors {f['user_errors']} of {f['user_requests']} ({_pct(f['user_error_rate'])} %) in the "
         f"drill, {f['switch_errors']} of {f['switch_requests']} in the switch; attempt errors {f['attempt_errors']} "
         f"of {f['attempts']}; TTFT p95 failed-over {_ms(f['ttft_p95_failed_over_ms'])} ms vs "
-        f"{_ms(f['ttft_p95_before_ms'])} ms before; traffic {f['endpoint']} {traffic}"
+        f"{_ms(f['ttft_p95_before_ms'])} ms before; traffic {f['endpoint']} {traffic}; in flight at the start "
+        f"{f.get('in_flight', 0)} ({f.get('in_flight_failed', 0)} failed)"
     )
 
 

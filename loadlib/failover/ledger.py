@@ -39,9 +39,12 @@ COUNTS = (
     "switch_errors",
     "attempts",
     "attempt_errors",
+    "in_flight",
+    "in_flight_failed",
 )
 FIRSTS = ("detect_at", "failover_at", "failback_at")
 _PRUNE_AFTER_S = 60.0  # a drill is dropped from the per-request loop this long after the next drill started
+_RECENT_S = 5.0  # attempts kept this long after their end, for a drill the node learns of late (in_flight)
 _SWITCH_LATE_S = 10.0  # how late a request may reach the ledger after its end and still move the switch window
 
 Transition = tuple[str, str, str, str, float, str]  # worker, endpoint, old, new, at, reason
@@ -86,6 +89,8 @@ class Drill:
     switch_errors: int = 0
     attempts: int = 0
     attempt_errors: int = 0
+    in_flight: int = 0  # attempts to the endpoint sent before the start and ended after it
+    in_flight_failed: int = 0
     ttft_before_ms: Histogram = field(default_factory=Histogram)
     ttft_failed_over_ms: Histogram = field(default_factory=Histogram)
     nodes: dict[str, NodeDrill] = field(default_factory=dict)
@@ -136,6 +141,8 @@ class Ledger:
         self._live: list[Drill] = []
         self._boundary = -math.inf
         self.incidents = Incidents()  # not reset with the statistics: an outage is a fact
+        self.watch_in_flight = False  # count attempts in flight at each drill's start (a run with drills sets it)
+        self._recent: dict[str, deque[tuple[float, float, bool]]] = {}  # endpoint -> (start, end, ok) of late
         self.reset()
 
     # -- lifecycle ---------------------------------------------------------------------------------------------------
@@ -173,6 +180,10 @@ class Ledger:
         d = self.drills.get(index)
         if d is None:
             d = self.drills[index] = Drill(index, endpoint, fault, at)
+            for start, end, ok in self._recent.get(endpoint, ()):  # ended before this node heard of the drill
+                if start < at <= end:
+                    d.in_flight += 1
+                    d.in_flight_failed += not ok
         d.endpoint, d.fault, d.start = endpoint, fault, at
         pending = self._pending_before.pop(endpoint, None)
         if pending is not None:
@@ -264,6 +275,8 @@ class Ledger:
         cancelled loser is an attempt but no error: docs/failover.md, "Hedging"). `start` (when it was sent) and
         `counted` (a failure the breaker counts; False an answer; None neither) feed the incidents."""
         self.incidents.attempt(endpoint, at if start is None else start, at, counted)
+        if self.watch_in_flight and start is not None:
+            self._in_flight(endpoint, start, at, ok)
         if self.t0 is None:
             self.t0 = at
         bins = self.traffic.get(endpoint)
@@ -279,6 +292,20 @@ class Ledger:
             if d.in_window(at):
                 d.attempts += 1
                 d.attempt_errors += not ok
+
+    def _in_flight(self, endpoint: str, start: float, end: float, ok: bool) -> None:
+        """An attempt in flight at the start of a drill of its endpoint is counted there (the streams the fault hit);
+        kept a few seconds for a drill this node learns of after it began."""
+        for d in self._live_at(end):
+            if d.endpoint == endpoint and start < d.start <= end:
+                d.in_flight += 1
+                d.in_flight_failed += not ok
+        recent = self._recent.get(endpoint)
+        if recent is None:
+            recent = self._recent[endpoint] = deque()
+        recent.append((start, end, ok))
+        while recent[0][1] < end - _RECENT_S:
+            recent.popleft()
 
     def user_request(
         self,

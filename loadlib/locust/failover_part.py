@@ -65,6 +65,7 @@ class FailoverPart(NodePart):
         settings = ctx.settings
         self.pool = settings.pool if settings is not None else getattr(ctx, "pool", None)
         self.active = _active(self.pool)
+        self.ledger.watch_in_flight = self.pool is not None and bool(self.pool.drills)
         if ctx.generates_load and settings is not None and settings.pool is not None:
             self.dispatcher = Dispatcher(settings.pool, on_transition=self.on_transition)
 

@@ -100,6 +100,7 @@ def test_the_drill_passes_and_exits_by_its_verdict(drill: dict) -> None:
     assert drill["rc"] == 0, drill["err"][-3000:]
     figures = drill["summary"]["failover"]["drills"]
     assert len(figures) == 1 and figures[0]["passed"], figures
+    assert figures[0]["in_flight"] > 0, "the users' phases are spread: the outage begins with streams in flight"
 
 
 def test_detection_failover_and_failback_lie_within_the_derived_bounds(drill: dict) -> None:

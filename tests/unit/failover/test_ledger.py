@@ -294,3 +294,18 @@ def test_the_switch_window_does_not_depend_on_the_order_requests_end_in(order: t
     d = master.drills[1]
     assert (d.switch_requests, d.switch_errors, d.user_requests) == (2, 1, 4)
     assert d.nodes["w1"].failover_at == T0 + 11.0
+
+
+def test_attempts_in_flight_at_a_drill_s_start_are_counted_even_when_the_node_hears_of_it_late() -> None:
+    w, master = node("w1"), node("master")
+    w.watch_in_flight = True
+    start = T0 + 10
+    w.attempt("primary", True, start + 0.01, start - 0.2, False)  # in flight; ended before the drill message came
+    w.attempt("primary", True, start - 0.01, start - 0.3, False)  # ended before the start
+    w.attempt("secondary", True, start + 0.02, start - 0.1, False)  # another endpoint
+    w.drill_started(1, "primary", "refuse", start)
+    w.attempt("primary", False, start + 0.05, start - 0.1, True)  # broken by the fault
+    w.attempt("primary", False, start + 0.06, start + 0.01, True)  # sent after the start
+    master.merge("w1", wire(w.ship()))
+    d = master.drills[1]
+    assert (d.in_flight, d.in_flight_failed) == (2, 1)
