@@ -40,7 +40,6 @@ command line on top (and checks again); `check_pool` with keys runs once more wh
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -51,9 +50,9 @@ from typing import Any
 import yaml
 
 from loadlib.config import NO_KEY, Endpoint, Timeouts, key_variable, parse_base_url
-from loadlib.errors import ConfigError, ErrorClass
+from loadlib.errors import ConfigError
 from loadlib.failover import drills_config
-from loadlib.failover.breaker import DEFAULT_COUNTED, BreakerConfig
+from loadlib.failover.breaker import BreakerConfig
 from loadlib.failover.drills_config import (
     DrillSpec,
     Place,
@@ -62,14 +61,14 @@ from loadlib.failover.drills_config import (
     check_keys,
     drill_from_mapping,
     duration,
-    flag,
     integer,
     number,
     parse_drill,
     show,
     text,
 )
-from loadlib.failover.retry import DEFAULT_RETRYABLE, RetryConfig
+from loadlib.failover.policy_config import BREAKER_KEYS, RETRY_KEYS, breaker_config, retry_config
+from loadlib.failover.retry import RetryConfig
 from loadlib.mockapi.config import CONVERTERS, KEYS, MockConfig, MockConfigError
 from loadlib.providers import registry
 from loadlib.records.pricing import ModelPrice
@@ -83,15 +82,8 @@ HEDGE_FLAG = "--llm-hedge-after-ms"
 TOP_KEYS = ("policy", "endpoints", "breaker", "retry", "hedge", "drills", "targets")
 ENDPOINT_KEYS: tuple[str, ...] = ("name", "provider", "base_url", "model", "key_env", "priority", "weight", "prices")
 ENDPOINT_KEYS += ("timeouts", "mock", "admin_url")
-BREAKER_KEYS = ("failures", "failure_rate", "window_s", "min_calls", "cooldown_s", "probes", "count")
-RETRY_KEYS: tuple[str, ...] = ("max_attempts", "backoff_base_s", "backoff_max_s", "retry_after_max_s", "budget")
-RETRY_KEYS += ("budget_window_s", "retry_after_cooldown")
 TIMEOUT_KEYS = ("connect", "ttft", "idle", "total")
 PRICE_KEYS = ("input", "output", "cached_input")
-# Classes a breaker may count or a retry may follow: not a success, a lost hedge, or a refusal that sent nothing.
-FAILURE_CLASSES = tuple(
-    c for c in ErrorClass if c not in (ErrorClass.OK, ErrorClass.CANCELLED, ErrorClass.CIRCUIT_OPEN)
-)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _KEY_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _EXAMPLE = "{endpoints: [{name: primary, base_url: 'https://api.example.com/v1'}]}"
@@ -240,8 +232,8 @@ def parse_pool(data: Mapping[str, Any], where: str) -> PoolConfig:
     pool = PoolConfig(
         endpoints=tuple(_endpoint(e, root.key("endpoints").item(i)) for i, e in enumerate(raw)),
         policy=_policy(data.get("policy", "priority"), root.key("policy")),
-        breaker=_breaker(_section(data, "breaker", BREAKER_KEYS, root), root.key("breaker")),
-        retry=_retry(_section(data, "retry", (*RETRY_KEYS, "retry_on"), root), root.key("retry")),
+        breaker=breaker_config(_section(data, "breaker", BREAKER_KEYS, root), root.key("breaker")),
+        retry=retry_config(_section(data, "retry", RETRY_KEYS, root), root.key("retry")),
         hedge_after_ms=duration(hedge.get("after_ms", 0.0), root.key("hedge.after_ms"), unit="ms"),
         drills=tuple(drill_from_mapping(d, root.key("drills").item(i)) for i, d in enumerate(drills)),
         targets=_targets(_section(data, "targets", tuple(f.name for f in dataclasses.fields(Targets)), root), root),
@@ -336,49 +328,6 @@ def _mock(value: Any, place: Place) -> dict[str, Any]:
             raise ConfigError(f"{place}: {exc}") from None
     MockConfig().with_overrides(out)
     return out
-
-
-def _breaker(data: Mapping[str, Any], place: Place) -> BreakerConfig:
-    d = BreakerConfig()
-    return BreakerConfig(
-        failures=integer(data.get("failures", d.failures), place.key("failures"), 0),
-        failure_rate=number(data.get("failure_rate", d.failure_rate), place.key("failure_rate"), 0.0, 1.0),
-        window_s=duration(data.get("window_s", d.window_s), place.key("window_s"), open_low=True),
-        min_calls=integer(data.get("min_calls", d.min_calls), place.key("min_calls"), 0),
-        cooldown_s=duration(data.get("cooldown_s", d.cooldown_s), place.key("cooldown_s")),
-        probes=integer(data.get("probes", d.probes), place.key("probes"), 1),
-        counted=_classes(data["count"], place.key("count")) if "count" in data else DEFAULT_COUNTED,
-    )
-
-
-def _retry(data: Mapping[str, Any], place: Place) -> RetryConfig:
-    d = RetryConfig()
-    return RetryConfig(
-        max_attempts=integer(data.get("max_attempts", d.max_attempts), place.key("max_attempts"), 1),
-        backoff_base_s=duration(data.get("backoff_base_s", d.backoff_base_s), place.key("backoff_base_s")),
-        backoff_max_s=duration(data.get("backoff_max_s", d.backoff_max_s), place.key("backoff_max_s")),
-        retry_after_max_s=duration(data.get("retry_after_max_s", d.retry_after_max_s), place.key("retry_after_max_s")),
-        budget=number(data.get("budget", d.budget), place.key("budget"), 0.0),
-        budget_window_s=duration(
-            data.get("budget_window_s", d.budget_window_s), place.key("budget_window_s"), open_low=True
-        ),
-        retry_on=_classes(data["retry_on"], place.key("retry_on")) if "retry_on" in data else DEFAULT_RETRYABLE,
-        retry_after_cooldown=flag(data.get("retry_after_cooldown", False), place.key("retry_after_cooldown")),
-    )
-
-
-def _classes(value: Any, place: Place) -> frozenset[ErrorClass]:
-    """Error class names (ErrorClass values, any case), `timeout_*`-style globs allowed; each must match one."""
-    if not isinstance(value, list):
-        place.fail(f"must be a list of error classes like [connect_error, timeout_*, http_5xx], got {show(value)}")
-    out: set[ErrorClass] = set()
-    for i, item in enumerate(value):
-        pattern = text(item, place.item(i)).lower()
-        matched = fnmatch.filter(FAILURE_CLASSES, pattern)
-        if not matched:
-            place.item(i).fail(f"{show(item)} names no error class; use: {', '.join(FAILURE_CLASSES)}")
-        out.update(ErrorClass(m) for m in matched)
-    return frozenset(out)
 
 
 def _targets(data: Mapping[str, Any], root: Place) -> Targets:
