@@ -13,6 +13,7 @@ import gevent
 from gevent.event import Event
 
 import random
+import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from time import perf_counter
 from typing import Any
 
 from loadlib.errors import ErrorClass
-from loadlib.failover.breaker import CircuitBreaker, Transition
+from loadlib.failover.breaker import CircuitBreaker, State, Transition
 from loadlib.failover.client_faults import ClientFault
 from loadlib.failover.pool import PoolConfig
 from loadlib.failover.retry import RetryBudget, asked_wait_s, backoff_s
@@ -102,8 +103,12 @@ class Dispatcher:
         self.pool = pool
         self.rng = rng or random.Random()
         names = pool.names
-        self.breakers = {n: CircuitBreaker(n, pool.breaker, clock, on_transition) for n in names}
         specs = pool.endpoints
+        may_open = self._may_open if pool.breaker.max_open_share < 1 else None
+        self.breakers = {
+            e.name: CircuitBreaker(e.name, pool.breaker, clock, on_transition, e.breaker_mode, may_open) for e in specs
+        }
+        self._next_outlier_check = 0.0
         self.router = Router(names, pool.policy, [e.priority for e in specs], [e.weight for e in specs], self.rng)
         self.budget = RetryBudget(pool.retry.budget, pool.retry.budget_window_s, clock)
         self.hedge_after_s = pool.hedge_after_ms / 1000.0 if len(names) > 1 else 0.0
@@ -196,10 +201,40 @@ class Dispatcher:
         if done.status in UNJUDGED:
             breaker.release(permit)
         else:
-            breaker.record(permit, done.status)
+            breaker.record(permit, done.status, None if done.ttft_ms is None else done.ttft_ms / 1000.0)
+            if self.pool.breaker.success_rate_stdev > 0:
+                self._outliers()
         delivery.attempts.append(done)
         if self.pool.retry.retry_after_cooldown and done.headers:
             self._cool(done)
+
+    def _may_open(self) -> bool:
+        """Whether one more open breaker keeps the open share within max_open_share."""
+        opened = sum(b.state is not State.CLOSED for b in self.breakers.values())
+        return (opened + 1) / len(self.breakers) <= self.pool.breaker.max_open_share + 1e-9
+
+    def _outliers(self) -> None:
+        """At most once a second: eject (open) every closed endpoint whose success rate over its window lies more
+        than `success_rate_stdev` standard deviations under the mean of the endpoints with `min_calls` calls, when at
+        least `success_rate_min_endpoints` have them (Envoy's success-rate outlier detection)."""
+        now = self.clock()
+        if now < self._next_outlier_check:
+            return
+        self._next_outlier_check = now + 1.0
+        cfg = self.pool.breaker
+        rates = {}
+        for name, b in self.breakers.items():
+            calls, failures = b.window_counts()
+            if b.state is State.CLOSED and calls >= max(1, cfg.min_calls):
+                rates[name] = 1.0 - failures / calls
+        if len(rates) < cfg.success_rate_min_endpoints:
+            return
+        mean = statistics.fmean(rates.values())
+        floor = mean - cfg.success_rate_stdev * statistics.pstdev(rates.values())
+        for name, rate in rates.items():
+            if rate < floor:
+                why = f"success rate {rate:.0%} < {floor:.0%} (mean {mean:.0%} - {cfg.success_rate_stdev:g} stdev)"
+                self.breakers[name].eject(why)
 
     def _cool(self, done: Attempt) -> None:
         """The endpoint asked for a wait: no new request goes to it until the wait is over (retry_after_cooldown)."""

@@ -12,7 +12,9 @@ from loadlib.failover.breaker import DEFAULT_COUNTED, BreakerConfig
 from loadlib.failover.drills_config import Place, duration, flag, integer, number, show, text
 from loadlib.failover.retry import DEFAULT_RETRYABLE, RetryConfig
 
-BREAKER_KEYS = ("failures", "failure_rate", "window_s", "min_calls", "cooldown_s", "probes", "count")
+BREAKER_KEYS: tuple[str, ...] = ("failures", "failure_rate", "window_s", "min_calls", "cooldown_s", "probes", "count")
+BREAKER_KEYS += ("slow_call_s", "slow_call_rate", "max_cooldown_s", "max_open_share", "success_rate_stdev")
+BREAKER_KEYS += ("success_rate_min_endpoints",)
 RETRY_KEYS: tuple[str, ...] = ("max_attempts", "backoff_base_s", "backoff_max_s", "retry_after_max_s", "budget")
 RETRY_KEYS += ("budget_window_s", "retry_on", "retry_after_cooldown")
 # Classes a breaker may count or a retry may follow: not a success, a lost hedge, or a refusal that sent nothing.
@@ -31,7 +33,29 @@ def breaker_config(data: Mapping[str, Any], place: Place) -> BreakerConfig:
         cooldown_s=duration(data.get("cooldown_s", d.cooldown_s), place.key("cooldown_s")),
         probes=integer(data.get("probes", d.probes), place.key("probes"), 1),
         counted=_classes(data["count"], place.key("count")) if "count" in data else DEFAULT_COUNTED,
+        **_outliers(data, place, d),
     )
+
+
+def _outliers(data: Mapping[str, Any], place: Place, d: BreakerConfig) -> dict[str, Any]:
+    """Slow calls, growing cool-downs, the share of the pool open at once, success-rate ejection."""
+
+    def get(key: str) -> Any:
+        return data.get(key, getattr(d, key))
+
+    out = {
+        "slow_call_s": duration(get("slow_call_s"), place.key("slow_call_s")),
+        "slow_call_rate": number(get("slow_call_rate"), place.key("slow_call_rate"), 0.0, 1.0),
+        "max_cooldown_s": duration(get("max_cooldown_s"), place.key("max_cooldown_s")),
+        "max_open_share": number(get("max_open_share"), place.key("max_open_share"), 0.0, 1.0),
+        "success_rate_stdev": number(get("success_rate_stdev"), place.key("success_rate_stdev"), 0.0),
+        "success_rate_min_endpoints": integer(
+            get("success_rate_min_endpoints"), place.key("success_rate_min_endpoints"), 2
+        ),
+    }
+    if out["slow_call_rate"] > 0 and out["slow_call_s"] <= 0:
+        place.key("slow_call_s").fail("must be > 0 when slow_call_rate is set (the TTFT above which a call is slow)")
+    return out
 
 
 def retry_config(data: Mapping[str, Any], place: Place) -> RetryConfig:

@@ -19,6 +19,7 @@ drill nobody asked for. Unknown keys are errors at every level (a typo must not 
         prices: {input: 0.15, output: 0.6}   # USD per million tokens (cached_input optional)
         timeouts: {ttft: 10}    # seconds; keys connect, ttft, idle, total; missing ones from --llm-timeout-*
         admin_url: http://10.0.0.5:8000      # a standalone mock: drills break it through POST /mock/fault
+        breaker_mode: normal    # forced_open (maintenance: sent nothing) or disabled (never opens)
     breaker: {failures: 5, failure_rate: 0.5, window_s: 10, min_calls: 20, cooldown_s: 5, probes: 1,
               count: [connect_error, timeout_*, http_5xx]}  # error class names (ErrorClass values), globs allowed
     retry: {max_attempts: 3, backoff_base_s: 0.1, backoff_max_s: 2, retry_after_max_s: 10, budget: 0.2,
@@ -52,7 +53,7 @@ import yaml
 from loadlib.config import NO_KEY, Endpoint, Timeouts, key_variable, parse_base_url
 from loadlib.errors import ConfigError
 from loadlib.failover import drills_config
-from loadlib.failover.breaker import BreakerConfig
+from loadlib.failover.breaker import MODES, BreakerConfig
 from loadlib.failover.drills_config import (
     DrillSpec,
     Place,
@@ -81,7 +82,7 @@ ONE_SOURCE = "--host"
 HEDGE_FLAG = "--llm-hedge-after-ms"
 TOP_KEYS = ("policy", "endpoints", "breaker", "retry", "hedge", "drills", "targets")
 ENDPOINT_KEYS: tuple[str, ...] = ("name", "provider", "base_url", "model", "key_env", "priority", "weight", "prices")
-ENDPOINT_KEYS += ("timeouts", "mock", "admin_url")
+ENDPOINT_KEYS += ("timeouts", "mock", "admin_url", "breaker_mode")
 TIMEOUT_KEYS = ("connect", "ttft", "idle", "total")
 PRICE_KEYS = ("input", "output", "cached_input")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -106,6 +107,7 @@ class EndpointSpec:
     timeouts: Mapping[str, float] | None = None
     mock: dict[str, Any] | None = None
     admin_url: str | None = None
+    breaker_mode: str = "normal"  # forced_open: no request goes to it; disabled: its breaker never opens
 
     @property
     def is_mock(self) -> bool:
@@ -282,7 +284,14 @@ def _endpoint(data: Any, place: Place) -> EndpointSpec:
         timeouts=_timeouts(opt["timeouts"], place.key("timeouts")) if "timeouts" in opt else None,
         mock=_mock(data["mock"], place.key("mock")) if "mock" in data else None,
         admin_url=text(opt["admin_url"], place.key("admin_url")) if "admin_url" in opt else None,
+        breaker_mode=_mode(opt.get("breaker_mode", "normal"), place.key("breaker_mode")),
     )
+
+
+def _mode(value: Any, place: Place) -> str:
+    if value not in MODES:
+        place.fail(f"must be one of {', '.join(MODES)} (maintenance: forced_open sends it nothing), got {show(value)}")
+    return str(value)
 
 
 def _key_env(value: Any, place: Place) -> str:
