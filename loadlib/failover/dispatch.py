@@ -12,6 +12,7 @@ from __future__ import annotations
 import gevent
 from gevent.event import Event
 
+import math
 import random
 import statistics
 import time
@@ -25,7 +26,7 @@ from loadlib.failover.breaker import CircuitBreaker, State, Transition
 from loadlib.failover.client_faults import ClientFault
 from loadlib.failover.pool import PoolConfig
 from loadlib.failover.retry import RetryBudget, asked_wait_s, backoff_s
-from loadlib.failover.routing import Router, pick
+from loadlib.failover.routing import ADAPTIVE, Router, pick
 
 FirstOutput = Callable[[], None]
 LOSER_WAIT_S = 1.0  # a cancelled attempt ends at once (its socket is closed); this only bounds a stuck one
@@ -109,7 +110,10 @@ class Dispatcher:
             e.name: CircuitBreaker(e.name, pool.breaker, clock, on_transition, e.breaker_mode, may_open) for e in specs
         }
         self._next_outlier_check = 0.0
-        self.router = Router(names, pool.policy, [e.priority for e in specs], [e.weight for e in specs], self.rng)
+        prices = [e.prices.input + e.prices.output if e.prices is not None else math.inf for e in specs]
+        weights, priorities = [e.weight for e in specs], [e.priority for e in specs]
+        self.router = Router(names, pool.policy, priorities, weights, self.rng, prices, pool.ttft_p95_max_s)
+        self.adaptive = pool.policy in ADAPTIVE
         self.budget = RetryBudget(pool.retry.budget, pool.retry.budget_window_s, clock)
         self.hedge_after_s = pool.hedge_after_ms / 1000.0 if len(names) > 1 else 0.0
         self.hedges = self.hedges_won = 0
@@ -134,6 +138,8 @@ class Dispatcher:
             done = _alone(attempt, self.only)
             return Delivery(self.only, done.t0, [done], done)
         self.budget.request()
+        if self.adaptive:
+            attempt = self._tracked(attempt)
         order = self.router.order()
         delivery = Delivery(order[0], perf_counter(), [], None)
         tried: list[str] = []
@@ -148,6 +154,22 @@ class Dispatcher:
             delivery.answered = answered
             if not self._may_retry(answered, len(delivery.attempts)):
                 return delivery
+
+    def _tracked(self, attempt: AttemptFn) -> AttemptFn:
+        """The attempt function, telling the router when each attempt starts and ends (latency, least_busy, cost)."""
+        router = self.router
+
+        def tracked(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+            router.started(name)
+            done = None
+            try:
+                done = attempt(name, number, hedge, handle)
+                return done
+            finally:
+                ok = done is not None and done.status is ErrorClass.OK
+                router.ended(name, None if done is None or done.ttft_ms is None else done.ttft_ms / 1000.0, ok)
+
+        return tracked
 
     def _cooled(self, tried: list[str]) -> Callable[[str], int | None]:
         """`admit`, but an endpoint cooling down for its Retry-After refuses requests that have not tried it yet (one

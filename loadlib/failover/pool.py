@@ -6,7 +6,7 @@ Every user mistake is a `ConfigError` of one line: the source (file name, `--llm
 place (`endpoints[1].weight`), what it must be and what it was, so a run stops before any load instead of running a
 drill nobody asked for. Unknown keys are errors at every level (a typo must not fall back to a default silently).
 
-    policy: priority            # or weighted
+    policy: priority            # or weighted, latency, least_busy, cost (docs/failover.md, "Routing")
     endpoints:                  # required, at least one; names: letters, digits, '_', '-', '.'
       - {name: primary, mock: {ttft_ms: 50}}        # an embedded mock (no base_url); {} = default mock settings
       - name: secondary
@@ -25,6 +25,7 @@ drill nobody asked for. Unknown keys are errors at every level (a typo must not 
     retry: {max_attempts: 3, backoff_base_s: 0.1, backoff_max_s: 2, retry_after_max_s: 10, budget: 0.2,
             budget_window_s: 10, retry_on: [connect_error, http_5xx, rate_limited], retry_after_cooldown: false}
     hedge: {after_ms: 300}      # 0 = no hedging
+    routing: {ttft_p95_max_s: 1.5}   # cost: the cheapest endpoint whose recent TTFT p95 is within this
     drills:                     # endpoint, fault, at, for + the fault's parameters (loadlib.failover.drills_config)
       - {endpoint: primary, fault: http_503, at: 20s, for: 20s}
       - {endpoint: primary, fault: rate_limit, at: 60s, for: 10s, retry_after_s: 2}
@@ -52,7 +53,7 @@ import yaml
 
 from loadlib.config import NO_KEY, Endpoint, Timeouts, key_variable, parse_base_url
 from loadlib.errors import ConfigError
-from loadlib.failover import drills_config
+from loadlib.failover import drills_config, routing
 from loadlib.failover.breaker import MODES, BreakerConfig
 from loadlib.failover.drills_config import (
     DrillSpec,
@@ -74,13 +75,13 @@ from loadlib.mockapi.config import CONVERTERS, KEYS, MockConfig, MockConfigError
 from loadlib.providers import registry
 from loadlib.records.pricing import ModelPrice
 
-POLICIES = ("priority", "weighted")
+POLICIES = routing.POLICIES
 DRILL_FAULTS = drills_config.DRILL_FAULTS
 CLIENT_SIDE_FAULTS = drills_config.CLIENT_SIDE_FAULTS  # 'broken' needs a mock endpoint
 INLINE_SOURCE = "--llm-pool"
 ONE_SOURCE = "--host"
 HEDGE_FLAG = "--llm-hedge-after-ms"
-TOP_KEYS = ("policy", "endpoints", "breaker", "retry", "hedge", "drills", "targets")
+TOP_KEYS = ("policy", "endpoints", "breaker", "retry", "hedge", "routing", "drills", "targets")
 ENDPOINT_KEYS: tuple[str, ...] = ("name", "provider", "base_url", "model", "key_env", "priority", "weight", "prices")
 ENDPOINT_KEYS += ("timeouts", "mock", "admin_url", "breaker_mode")
 TIMEOUT_KEYS = ("connect", "ttft", "idle", "total")
@@ -142,6 +143,7 @@ class PoolConfig:
     breaker: BreakerConfig = field(default_factory=BreakerConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
     hedge_after_ms: float = 0.0
+    ttft_p95_max_s: float | None = None  # the cost policy's bound on an endpoint's recent TTFT p95
     drills: tuple[DrillSpec, ...] = ()
     targets: Targets = field(default_factory=Targets)
     source: str = field(default="pool", compare=False)
@@ -231,12 +233,14 @@ def parse_pool(data: Mapping[str, Any], where: str) -> PoolConfig:
     if not isinstance(drills, list):
         root.key("drills").fail("must be a list like [{endpoint: primary, fault: http_503, at: 20s, for: 20s}]")
     hedge = _section(data, "hedge", ("after_ms",), root)
+    bound = _section(data, "routing", ("ttft_p95_max_s",), root).get("ttft_p95_max_s")
     pool = PoolConfig(
         endpoints=tuple(_endpoint(e, root.key("endpoints").item(i)) for i, e in enumerate(raw)),
         policy=_policy(data.get("policy", "priority"), root.key("policy")),
         breaker=breaker_config(_section(data, "breaker", BREAKER_KEYS, root), root.key("breaker")),
         retry=retry_config(_section(data, "retry", RETRY_KEYS, root), root.key("retry")),
         hedge_after_ms=duration(hedge.get("after_ms", 0.0), root.key("hedge.after_ms"), unit="ms"),
+        ttft_p95_max_s=None if bound is None else duration(bound, root.key("routing.ttft_p95_max_s"), open_low=True),
         drills=tuple(drill_from_mapping(d, root.key("drills").item(i)) for i, d in enumerate(drills)),
         targets=_targets(_section(data, "targets", tuple(f.name for f in dataclasses.fields(Targets)), root), root),
         source=root.source,

@@ -200,7 +200,7 @@ BAD_POOLS: list[tuple[dict[str, Any], str]] = [
     ({"endpoints": []}, "endpoints must be a non-empty list"),
     ({}, "endpoints must be a non-empty list"),
     (pool_with(polcy="priority"), "unknown key 'polcy' (did you mean 'policy'?); allowed: policy, endpoints"),
-    (pool_with(policy="fastest"), "policy must be one of priority, weighted, got 'fastest'"),
+    (pool_with(policy="fastest"), "policy must be one of priority, weighted, latency, least_busy, cost, got 'fastest'"),
     ({"endpoints": ["a"]}, "endpoints[0] must be a mapping"),
     ({"endpoints": [{"base_url": "http://h/v1"}]}, "endpoints[0] lacks 'name'"),
     ({"endpoints": [{"name": "a b", "mock": {}}]}, "endpoints[0].name must use letters"),
@@ -387,7 +387,10 @@ def test_command_line_drills_are_added() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "expected"),
     [
-        ({"policy": "random"}, "--llm-policy must be one of priority, weighted, got 'random'"),
+        (
+            {"policy": "random"},
+            "--llm-policy must be one of priority, weighted, latency, least_busy, cost, got 'random'",
+        ),
         ({"max_attempts": 0}, "--llm-max-attempts must be a number >= 1, got 0"),
         ({"retry_budget": -1.0}, "--llm-retry-budget must be a number >= 0, got -1"),
         ({"hedge_after_ms": -5.0}, "--llm-hedge-after-ms must be a number >= 0, got -5"),
