@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from loadlib.failover.incidents import Incidents
+from loadlib.failover.switch import SwitchTally
 from loadlib.histogram import Histogram
 
 FORMAT = 1
@@ -43,9 +44,9 @@ COUNTS = (
     "in_flight_failed",
 )
 FIRSTS = ("detect_at", "failover_at", "failback_at")
+HISTOGRAMS = ("ttft_before_ms", "ttft_failed_over_ms", "ttft_during_ms", "ttft_after_ms")
 _PRUNE_AFTER_S = 60.0  # a drill is dropped from the per-request loop this long after the next drill started
 _RECENT_S = 5.0  # attempts kept this long after their end, for a drill the node learns of late (in_flight)
-_SWITCH_LATE_S = 10.0  # how late a request may reach the ledger after its end and still move the switch window
 
 Transition = tuple[str, str, str, str, float, str]  # worker, endpoint, old, new, at, reason
 
@@ -93,6 +94,8 @@ class Drill:
     in_flight_failed: int = 0
     ttft_before_ms: Histogram = field(default_factory=Histogram)
     ttft_failed_over_ms: Histogram = field(default_factory=Histogram)
+    ttft_during_ms: Histogram = field(default_factory=Histogram)  # every ok user request in the window
+    ttft_after_ms: Histogram = field(default_factory=Histogram)  # ... from the stop to the next drill's start
     nodes: dict[str, NodeDrill] = field(default_factory=dict)
 
     def in_window(self, at: float) -> bool:
@@ -109,14 +112,16 @@ class Drill:
         return n
 
     def has_news(self) -> bool:
-        return bool(self.nodes or self.ttft_before_ms.count or any(getattr(self, c) for c in COUNTS))
+        return (
+            bool(self.nodes) or any(getattr(self, c) for c in COUNTS) or any(getattr(self, h).count for h in HISTOGRAMS)
+        )
 
     def clear(self) -> None:
         """Forget the tallies (shipped, or reset), keep the window."""
         for c in COUNTS:
             setattr(self, c, 0)
-        self.ttft_before_ms = Histogram()
-        self.ttft_failed_over_ms = Histogram()
+        for h in HISTOGRAMS:
+            setattr(self, h, Histogram())
         self.nodes = {}
 
 
@@ -167,7 +172,7 @@ class Ledger:
         self.fallback: dict[str, Quality] = {}
         self._kept: dict[str, int] = {}
         self._mine: dict[int, NodeDrill] = {}
-        self._switch: dict[int, deque[tuple[float, bool]]] = {}  # drill -> recent (end, ok) counted in the switch
+        self._switch = SwitchTally()
         self._pending_before: dict[str, Histogram] = {}
         self._changed_states: set[str] = set()
         self._link()
@@ -229,30 +234,7 @@ class Ledger:
         if mine.take_first(name, at):
             d.node(self.node).take_first(name, at)
             if name == "failover_at":
-                self._retract_switch(d, at)
-
-    def _count_switch(self, d: Drill, end: float, ok: bool) -> None:
-        """A request in this node's switch window, kept a while in case an earlier failover success comes later."""
-        d.switch_requests += 1
-        d.switch_errors += not ok
-        recent = self._switch.get(d.index)
-        if recent is None:
-            recent = self._switch[d.index] = deque()
-        recent.append((end, ok))
-        while recent[0][0] < end - _SWITCH_LATE_S:
-            recent.popleft()
-
-    def _retract_switch(self, d: Drill, failover_at: float) -> None:
-        """The first failover success moved earlier (requests end out of order): requests counted in the switch
-        window that ended after it leave it, so the count does not depend on the order requests end in."""
-        recent = self._switch.get(d.index)
-        if not recent:
-            return
-        keep = deque(e for e in recent if e[0] <= failover_at)
-        for _, ok in (e for e in recent if e[0] > failover_at):
-            d.switch_requests -= 1
-            d.switch_errors -= not ok
-        self._switch[d.index] = keep
+                self._switch.retract(d, at)
 
     # -- inputs (the request path) -------------------------------------------------------------------------------------
 
@@ -351,7 +333,11 @@ class Ledger:
         elif ok and endpoint == d.endpoint and d.stop is not None and end >= d.stop:
             self._first(d, "failback_at", end)
         if d.stop is not None and end > d.stop:
+            if ok and ttft_ms is not None:
+                d.ttft_after_ms.record(ttft_ms)
             return
+        if ok and ttft_ms is not None:
+            d.ttft_during_ms.record(ttft_ms)
         d.user_requests += 1
         d.user_errors += not ok
         d.user_retried += attempts > 1
@@ -359,7 +345,7 @@ class Ledger:
             d.node(self.node).exposed += 1
         mine = self._mine.get(d.index)
         if mine is None or mine.failover_at is None or end <= mine.failover_at:
-            self._count_switch(d, end, ok)
+            self._switch.count(d, end, ok)
         if away and ttft_ms is not None:
             d.ttft_failed_over_ms.record(ttft_ms)
 
@@ -426,8 +412,7 @@ class Ledger:
             "start": d.start,
             "stop": d.stop,
             **{c: getattr(d, c) for c in COUNTS},
-            "ttft_before_ms": d.ttft_before_ms.to_dict(),
-            "ttft_failed_over_ms": d.ttft_failed_over_ms.to_dict(),
+            **{h: getattr(d, h).to_dict() for h in HISTOGRAMS},
             **{f.name: getattr(own, f.name) for f in fields(NodeDrill)},
         }
 
@@ -466,8 +451,8 @@ class Ledger:
             self._link()
         for c in COUNTS:
             setattr(d, c, getattr(d, c) + item[c])
-        d.ttft_before_ms.merge(Histogram.from_dict(item["ttft_before_ms"]))
-        d.ttft_failed_over_ms.merge(Histogram.from_dict(item["ttft_failed_over_ms"]))
+        for h in HISTOGRAMS:
+            getattr(d, h).merge(Histogram.from_dict(item[h]))
         if item["exposed"] or any(item[f] is not None for f in FIRSTS):
             node = d.node(worker)
             node.exposed += item["exposed"]
