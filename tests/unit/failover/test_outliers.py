@@ -11,16 +11,9 @@ from loadlib.failover.breaker import BreakerConfig, CircuitBreaker, State, Trans
 from loadlib.failover.dispatch import Attempt, Dispatcher, Handle
 from loadlib.failover.pool import EndpointSpec, PoolConfig
 from loadlib.failover.retry import RetryConfig
+from tests.unit.failover.test_breaker import Clock
 
 E = ErrorClass
-
-
-class Clock:
-    def __init__(self, t: float = 1000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def breaker(mode: str = "normal", **kw: float) -> tuple[CircuitBreaker, Clock, list[Transition]]:
