@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Sequence
 POLICIES = ("priority", "weighted", "latency", "least_busy", "cost")
 ADAPTIVE = frozenset({"latency", "least_busy", "cost"})  # policies that learn from the attempts (Router.started/ended)
 EWMA_ALPHA = 0.5  # weight of the newest TTFT in the latency policy's moving average
-EXPLORE = 0.05  # share of requests the latency and cost policies send in priority order, to keep measuring everyone
+EXPLORE = 0.1  # share of requests the latency and cost policies send in priority order, to keep measuring everyone
 RECENT_TTFTS = 50  # TTFTs per endpoint behind the cost policy's p95
 
 

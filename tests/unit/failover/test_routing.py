@@ -172,8 +172,8 @@ def test_latency_prefers_the_lowest_moving_average_ttft_and_still_explores() -> 
     r.ended("b", None, False)  # a failure's time says nothing of its latency
     firsts = [r.order()[0] for _ in range(2000)]
     assert r.ewma["b"] == 0.15 and r.in_flight == {"a": 0, "b": 0, "c": 0}
-    assert 0.02 < firsts.count("a") / 2000 < 0.08  # the exploring share, in priority order
-    assert firsts.count("b") / 2000 > 0.9
+    assert 0.07 < firsts.count("a") / 2000 < 0.13  # the exploring share, in priority order
+    assert firsts.count("b") / 2000 > 0.85
 
 
 def test_least_busy_prefers_the_endpoint_with_fewest_attempts_in_flight() -> None:
@@ -193,4 +193,4 @@ def test_cost_takes_the_cheapest_endpoint_within_the_ttft_bound() -> None:
         r.ended("b", ttft, True)
     r.rng = random.Random(1)
     orders = [r.order() for _ in range(200)]
-    assert sum(o == ["c", "a", "b"] for o in orders) > 180  # c within the bound and cheaper than a; b last
+    assert sum(o == ["c", "a", "b"] for o in orders) > 170  # c within the bound and cheaper than a; b last
