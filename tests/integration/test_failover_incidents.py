@@ -89,7 +89,11 @@ def truth_by_worker(records: list[dict], primary: list[dict], secondary: list[di
     worker_of = {bare_id(r["server_request_id"]): r["worker_id"] for r in records if r.get("server_request_id")}
     out = {}
     for w in sorted(set(worker_of.values())):
-        mine = [[r for r in log if worker_of.get(r["request_id"]) == w] for log in (primary, secondary)]
+        # an answer the client hung up on before its end (the run stopping) never reached it
+        mine = [
+            [r for r in log if worker_of.get(r["request_id"]) == w and r["outcome"] != "client_closed"]
+            for log in (primary, secondary)
+        ]
         out[w] = truth_timeline(*mine)
     return out
 
