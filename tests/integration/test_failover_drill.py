@@ -123,7 +123,7 @@ def test_breakers_open_traffic_moves_and_comes_back(drill: dict) -> None:
         assert {"circuit_open", "circuit_half_open", "circuit_closed", "failover", "failback"} <= kinds_by_worker[w]
     assert {"drill_start", "drill_stop"} <= kinds_by_worker["master"]
     share = data["drills"][0]["traffic_share"]
-    assert share["before"]["primary"] > 0.95 and share["during"]["primary"] < 0.1
+    assert share["before"]["primary"] > 0.95 and share["during"]["primary"] < 0.15  # failures until open, probes
     assert share["after"]["primary"] > share["during"]["primary"]
     assert all(s["primary"]["state"] == "closed" for s in data["breakers"].values())
 
