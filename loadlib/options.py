@@ -151,9 +151,10 @@ OPTIONS: tuple[Option, ...] = (
         "--llm-policy",
         FAILOVER,
         None,
-        "Routing over the pool's healthy endpoints: priority (first healthy) or weighted (spread by weight). "
+        "Routing over the pool's healthy endpoints: priority (first healthy), weighted (spread by weight), latency "
+        "(lowest moving-average TTFT), least_busy (fewest in flight) or cost (cheapest within a TTFT p95 bound). "
         "Overrides the pool file.",
-        choices=("priority", "weighted"),
+        choices=("priority", "weighted", "latency", "least_busy", "cost"),
         web_ui=False,  # no default to show: the start form would send the text "None" (issue 12 adds typed fields)
     ),
     _o(

@@ -11,9 +11,11 @@ targets; `--llm-summary` writes them as JSON. Against real endpoints, give a poo
 docs/failover.md): the same drill then breaks the endpoint on the client side.
 """
 
+import gevent
 from locust import constant_throughput, task
 
 import itertools
+import random
 
 from loadlib.locust import LLMUser
 from loadlib.records import tokens
@@ -25,6 +27,7 @@ QUESTIONS = [
 ]
 PROMPTS = [[{"role": "user", "content": q}] for q in QUESTIONS]
 PROMPT_TOKENS = [tokens.count_chat(p) for p in PROMPTS]
+RATE = 2.0  # requests per second and user
 
 POOL = {
     "policy": "priority",
@@ -42,10 +45,13 @@ POOL = {
 class FailoverDrillUser(LLMUser):
     scenario = "failover_drill"
     pool = POOL
-    wait_time = constant_throughput(2)  # each user asks twice a second: a steady load across the outage
+    wait_time = constant_throughput(RATE)  # each user asks twice a second: a steady load across the outage
 
     def on_start(self) -> None:
         self._next = itertools.cycle(range(len(PROMPTS)))
+        # users started together would fire together, and a drill could begin between their bursts with no stream
+        # in flight: each user starts at a random point of its first period, spreading the requests evenly
+        gevent.sleep(random.random() / RATE)
 
     @task
     def ask(self) -> None:

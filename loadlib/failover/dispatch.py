@@ -12,7 +12,9 @@ from __future__ import annotations
 import gevent
 from gevent.event import Event
 
+import math
 import random
+import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,11 +22,11 @@ from time import perf_counter
 from typing import Any
 
 from loadlib.errors import ErrorClass
-from loadlib.failover.breaker import CircuitBreaker, Transition
+from loadlib.failover.breaker import CircuitBreaker, State, Transition
 from loadlib.failover.client_faults import ClientFault
 from loadlib.failover.pool import PoolConfig
-from loadlib.failover.retry import RetryBudget, wait_before_retry
-from loadlib.failover.routing import Router, pick
+from loadlib.failover.retry import RetryBudget, asked_wait_s, backoff_s
+from loadlib.failover.routing import ADAPTIVE, Router, pick
 
 FirstOutput = Callable[[], None]
 LOSER_WAIT_S = 1.0  # a cancelled attempt ends at once (its socket is closed); this only bounds a stuck one
@@ -102,13 +104,21 @@ class Dispatcher:
         self.pool = pool
         self.rng = rng or random.Random()
         names = pool.names
-        self.breakers = {n: CircuitBreaker(n, pool.breaker, clock, on_transition) for n in names}
         specs = pool.endpoints
-        self.router = Router(names, pool.policy, [e.priority for e in specs], [e.weight for e in specs], self.rng)
+        may_open = self._may_open if pool.breaker.max_open_share < 1 else None
+        self.breakers = {
+            e.name: CircuitBreaker(e.name, pool.breaker, clock, on_transition, e.breaker_mode, may_open) for e in specs
+        }
+        self._next_outlier_check = 0.0
+        prices = [e.prices.input + e.prices.output if e.prices is not None else math.inf for e in specs]
+        weights, priorities = [e.weight for e in specs], [e.priority for e in specs]
+        self.router = Router(names, pool.policy, priorities, weights, self.rng, prices, pool.ttft_p95_max_s)
+        self.adaptive = pool.policy in ADAPTIVE
         self.budget = RetryBudget(pool.retry.budget, pool.retry.budget_window_s, clock)
         self.hedge_after_s = pool.hedge_after_ms / 1000.0 if len(names) > 1 else 0.0
         self.hedges = self.hedges_won = 0
         self.faults: dict[str, ClientFault] = {}
+        self.cooling: dict[str, float] = {}  # endpoint -> clock time its Retry-After ends (retry_after_cooldown)
         self.clock = clock
         self.only = names[0] if _single_path(pool) else None
 
@@ -128,26 +138,64 @@ class Dispatcher:
             done = _alone(attempt, self.only)
             return Delivery(self.only, done.t0, [done], done)
         self.budget.request()
+        if self.adaptive:
+            attempt = self._tracked(attempt)
         order = self.router.order()
         delivery = Delivery(order[0], perf_counter(), [], None)
         tried: list[str] = []
         while True:
-            picked = pick(order, self.admit, tried)
+            picked = pick(order, self._cooled(tried) if self.cooling else self.admit, tried)
             if picked is None:
                 return delivery
             name, permit = picked
             if name in tried:
-                sleep(self._wait(delivery.answered))
+                sleep(self._wait(delivery, name))
             answered = self._send_one(attempt, delivery, order, tried, name, permit)
             delivery.answered = answered
             if not self._may_retry(answered, len(delivery.attempts)):
                 return delivery
 
-    def _wait(self, last: Attempt | None) -> float:
-        """Before sending again to an endpoint this request already tried: Retry-After (capped) or the backoff."""
+    def _tracked(self, attempt: AttemptFn) -> AttemptFn:
+        """The attempt function, telling the router when each attempt starts and ends (latency, least_busy, cost)."""
+        router = self.router
+
+        def tracked(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+            router.started(name)
+            done = None
+            try:
+                done = attempt(name, number, hedge, handle)
+                return done
+            finally:
+                ok = done is not None and done.status is ErrorClass.OK
+                router.ended(name, None if done is None or done.ttft_ms is None else done.ttft_ms / 1000.0, ok)
+
+        return tracked
+
+    def _cooled(self, tried: list[str]) -> Callable[[str], int | None]:
+        """`admit`, but an endpoint cooling down for its Retry-After refuses requests that have not tried it yet (one
+        that did waits for it: see _wait)."""
+        now = self.clock()
+
+        def admit(name: str) -> int | None:
+            if name not in tried and self.cooling.get(name, 0.0) > now:
+                return None
+            return self.breakers[name].admit()
+
+        return admit
+
+    def _wait(self, delivery: Delivery, name: str) -> float:
+        """Before sending again to `name`, which this request already tried: what `name` itself asked for in its
+        last answer (Retry-After, capped), less the time since that answer, even when another endpoint failed in
+        between; without one, the backoff after the request's last attempt."""
+        last = delivery.answered
         if last is None:
             return 0.0
-        return wait_before_retry(last.number, last.headers, self.pool.retry, self.rng, time.time())
+        own = next(a for a in reversed(delivery.attempts) if a.endpoint == name)
+        asked = asked_wait_s(own.headers, self.pool.retry, time.time()) if own.headers else None
+        if asked is None:
+            return backoff_s(last.number, self.pool.retry, self.rng)
+        ended = own.t0 + (own.e2e_ms or 0.0) / 1000.0
+        return max(0.0, asked - (perf_counter() - ended))
 
     def _may_retry(self, last: Attempt, attempts: int) -> bool:
         """Another attempt only for a retryable failure that showed the user nothing, within the attempts and the
@@ -175,8 +223,48 @@ class Dispatcher:
         if done.status in UNJUDGED:
             breaker.release(permit)
         else:
-            breaker.record(permit, done.status)
+            breaker.record(permit, done.status, None if done.ttft_ms is None else done.ttft_ms / 1000.0)
+            if self.pool.breaker.success_rate_stdev > 0:
+                self._outliers()
         delivery.attempts.append(done)
+        if self.pool.retry.retry_after_cooldown and done.headers:
+            self._cool(done)
+
+    def _may_open(self) -> bool:
+        """Whether one more open breaker keeps the open share within max_open_share."""
+        opened = sum(b.state is not State.CLOSED for b in self.breakers.values())
+        return (opened + 1) / len(self.breakers) <= self.pool.breaker.max_open_share + 1e-9
+
+    def _outliers(self) -> None:
+        """At most once a second: eject (open) every closed endpoint whose success rate over its window lies more
+        than `success_rate_stdev` standard deviations under the mean of the endpoints with `min_calls` calls, when at
+        least `success_rate_min_endpoints` have them (Envoy's success-rate outlier detection)."""
+        now = self.clock()
+        if now < self._next_outlier_check:
+            return
+        self._next_outlier_check = now + 1.0
+        cfg = self.pool.breaker
+        rates = {}
+        for name, b in self.breakers.items():
+            calls, failures = b.window_counts()
+            if b.state is State.CLOSED and calls >= max(1, cfg.min_calls):
+                rates[name] = 1.0 - failures / calls
+        if len(rates) < cfg.success_rate_min_endpoints:
+            return
+        mean = statistics.fmean(rates.values())
+        floor = mean - cfg.success_rate_stdev * statistics.pstdev(rates.values())
+        for name, rate in rates.items():
+            if rate < floor:
+                why = f"success rate {rate:.0%} < {floor:.0%} (mean {mean:.0%} - {cfg.success_rate_stdev:g} stdev)"
+                self.breakers[name].eject(why)
+
+    def _cool(self, done: Attempt) -> None:
+        """The endpoint asked for a wait: no new request goes to it until the wait is over (retry_after_cooldown)."""
+        asked = asked_wait_s(done.headers, self.pool.retry, time.time())
+        if asked:
+            until = self.clock() + asked
+            if until > self.cooling.get(done.endpoint, 0.0):
+                self.cooling[done.endpoint] = until
 
     def _hedged(
         self, attempt: AttemptFn, delivery: Delivery, order: list[str], tried: list[str], name: str, permit: int

@@ -125,6 +125,12 @@ def number(
     return x
 
 
+def flag(value: Any, place: Place) -> bool:
+    if not isinstance(value, bool):
+        place.fail(f"must be true or false, got {show(value)}")
+    return value
+
+
 def integer(value: Any, place: Place, low: int, high: int | None = None) -> int:
     x = number(value, place, low, high)
     if not x.is_integer():

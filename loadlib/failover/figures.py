@@ -40,6 +40,8 @@ def _drill(t0: float | None, d: Drill, targets: Any, series: dict[str, Any]) -> 
         **_counts(d),
         "ttft_p95_before_ms": _r(d.ttft_before_ms.percentile(95)),
         "ttft_p95_failed_over_ms": _r(d.ttft_failed_over_ms.percentile(95)),
+        "ttft_p95_during_ms": _r(d.ttft_during_ms.percentile(95)),
+        "ttft_p95_after_ms": _r(d.ttft_after_ms.percentile(95)),
         "traffic_share": {w: _share(series, lo, hi) for w, (lo, hi) in zip(WINDOWS, _windows(d), strict=True)},
     }
     fig["checks"] = _checks(fig, targets)
@@ -69,6 +71,8 @@ def _counts(d: Drill) -> dict[str, Any]:
         "switch_error_rate": _rate(d.switch_errors, d.switch_requests),
         "attempts": d.attempts,
         "attempt_errors": d.attempt_errors,
+        "in_flight": d.in_flight,
+        "in_flight_failed": d.in_flight_failed,
     }
 
 
@@ -224,7 +228,9 @@ def _volume_line(f: dict[str, Any]) -> str:
         f"  user-visible errors {f['user_errors']} of {f['user_requests']} ({_pct(f['user_error_rate'])} %) in the "
         f"drill, {f['switch_errors']} of {f['switch_requests']} in the switch; attempt errors {f['attempt_errors']} "
         f"of {f['attempts']}; TTFT p95 failed-over {_ms(f['ttft_p95_failed_over_ms'])} ms vs "
-        f"{_ms(f['ttft_p95_before_ms'])} ms before; traffic {f['endpoint']} {traffic}"
+        f"{_ms(f['ttft_p95_before_ms'])} ms before (users {_ms(f.get('ttft_p95_during_ms'))} ms during, "
+        f"{_ms(f.get('ttft_p95_after_ms'))} ms after); traffic {f['endpoint']} {traffic}; in flight at the start "
+        f"{f.get('in_flight', 0)} ({f.get('in_flight_failed', 0)} failed)"
     )
 
 

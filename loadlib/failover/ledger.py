@@ -20,9 +20,12 @@ worker's name. A local run (no workers) is one ledger that is both: its own figu
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from loadlib.failover.incidents import Incidents
+from loadlib.failover.switch import SwitchTally
 from loadlib.histogram import Histogram
 
 FORMAT = 1
@@ -37,9 +40,13 @@ COUNTS = (
     "switch_errors",
     "attempts",
     "attempt_errors",
+    "in_flight",
+    "in_flight_failed",
 )
 FIRSTS = ("detect_at", "failover_at", "failback_at")
+HISTOGRAMS = ("ttft_before_ms", "ttft_failed_over_ms", "ttft_during_ms", "ttft_after_ms")
 _PRUNE_AFTER_S = 60.0  # a drill is dropped from the per-request loop this long after the next drill started
+_RECENT_S = 5.0  # attempts kept this long after their end, for a drill the node learns of late (in_flight)
 
 Transition = tuple[str, str, str, str, float, str]  # worker, endpoint, old, new, at, reason
 
@@ -83,8 +90,12 @@ class Drill:
     switch_errors: int = 0
     attempts: int = 0
     attempt_errors: int = 0
+    in_flight: int = 0  # attempts to the endpoint sent before the start and ended after it
+    in_flight_failed: int = 0
     ttft_before_ms: Histogram = field(default_factory=Histogram)
     ttft_failed_over_ms: Histogram = field(default_factory=Histogram)
+    ttft_during_ms: Histogram = field(default_factory=Histogram)  # every ok user request in the window
+    ttft_after_ms: Histogram = field(default_factory=Histogram)  # ... from the stop to the next drill's start
     nodes: dict[str, NodeDrill] = field(default_factory=dict)
 
     def in_window(self, at: float) -> bool:
@@ -101,14 +112,16 @@ class Drill:
         return n
 
     def has_news(self) -> bool:
-        return bool(self.nodes or self.ttft_before_ms.count or any(getattr(self, c) for c in COUNTS))
+        return (
+            bool(self.nodes) or any(getattr(self, c) for c in COUNTS) or any(getattr(self, h).count for h in HISTOGRAMS)
+        )
 
     def clear(self) -> None:
         """Forget the tallies (shipped, or reset), keep the window."""
         for c in COUNTS:
             setattr(self, c, 0)
-        self.ttft_before_ms = Histogram()
-        self.ttft_failed_over_ms = Histogram()
+        for h in HISTOGRAMS:
+            setattr(self, h, Histogram())
         self.nodes = {}
 
 
@@ -132,6 +145,9 @@ class Ledger:
         self.states: dict[str, dict[str, dict[str, Any]]] = {}
         self._live: list[Drill] = []
         self._boundary = -math.inf
+        self.incidents = Incidents()  # not reset with the statistics: an outage is a fact
+        self.watch_in_flight = False  # count attempts in flight at each drill's start (a run with drills sets it)
+        self._recent: dict[str, deque[tuple[float, float, bool]]] = {}  # endpoint -> (start, end, ok) of late
         self.reset()
 
     # -- lifecycle ---------------------------------------------------------------------------------------------------
@@ -141,6 +157,7 @@ class Ledger:
         already scheduled for this one, starting at or after `at`, are kept)."""
         self.t0 = at
         self.states = {}
+        self.incidents = Incidents()
         self.drills = {i: d for i, d in self.drills.items() if d.start >= at}
         self.reset()
 
@@ -155,6 +172,7 @@ class Ledger:
         self.fallback: dict[str, Quality] = {}
         self._kept: dict[str, int] = {}
         self._mine: dict[int, NodeDrill] = {}
+        self._switch = SwitchTally()
         self._pending_before: dict[str, Histogram] = {}
         self._changed_states: set[str] = set()
         self._link()
@@ -167,6 +185,10 @@ class Ledger:
         d = self.drills.get(index)
         if d is None:
             d = self.drills[index] = Drill(index, endpoint, fault, at)
+            for start, end, ok in self._recent.get(endpoint, ()):  # ended before this node heard of the drill
+                if start < at <= end:
+                    d.in_flight += 1
+                    d.in_flight_failed += not ok
         d.endpoint, d.fault, d.start = endpoint, fault, at
         pending = self._pending_before.pop(endpoint, None)
         if pending is not None:
@@ -211,6 +233,8 @@ class Ledger:
             mine = self._mine[d.index] = NodeDrill()
         if mine.take_first(name, at):
             d.node(self.node).take_first(name, at)
+            if name == "failover_at":
+                self._switch.retract(d, at)
 
     # -- inputs (the request path) -------------------------------------------------------------------------------------
 
@@ -219,15 +243,22 @@ class Ledger:
         self._keep(self.node, (self.node, endpoint, old, new, at, reason))
         self._set_state(self.node, endpoint, new, at)
         self._changed_states.add(endpoint)
+        self.incidents.transition(endpoint, new, at)
         if new != "open":
             return
         for d in self._live_at(at):
             if d.endpoint == endpoint and d.tracks(at):
                 self._first(d, "detect_at", at)
 
-    def attempt(self, endpoint: str, ok: bool, at: float) -> None:
+    def attempt(
+        self, endpoint: str, ok: bool, at: float, start: float | None = None, counted: bool | None = None
+    ) -> None:
         """One attempt (of any user request, retries and hedges included) ended at `at`; `ok`: not an error (a hedge's
-        cancelled loser is an attempt but no error: docs/failover.md, "Hedging")."""
+        cancelled loser is an attempt but no error: docs/failover.md, "Hedging"). `start` (when it was sent) and
+        `counted` (a failure the breaker counts; False an answer; None neither) feed the incidents."""
+        self.incidents.attempt(endpoint, at if start is None else start, at, counted)
+        if self.watch_in_flight and start is not None:
+            self._in_flight(endpoint, start, at, ok)
         if self.t0 is None:
             self.t0 = at
         bins = self.traffic.get(endpoint)
@@ -243,6 +274,20 @@ class Ledger:
             if d.in_window(at):
                 d.attempts += 1
                 d.attempt_errors += not ok
+
+    def _in_flight(self, endpoint: str, start: float, end: float, ok: bool) -> None:
+        """An attempt in flight at the start of a drill of its endpoint is counted there (the streams the fault hit);
+        kept a few seconds for a drill this node learns of after it began."""
+        for d in self._live_at(end):
+            if d.endpoint == endpoint and start < d.start <= end:
+                d.in_flight += 1
+                d.in_flight_failed += not ok
+        recent = self._recent.get(endpoint)
+        if recent is None:
+            recent = self._recent[endpoint] = deque()
+        recent.append((start, end, ok))
+        while recent[0][1] < end - _RECENT_S:
+            recent.popleft()
 
     def user_request(
         self,
@@ -260,6 +305,7 @@ class Ledger:
         `hedged_won` whether its hedge answered while the attempt it raced was still running: `endpoint` was faster,
         which is neither a failover (UserRequest.failed_over) nor a failback."""
         answered = None if hedged_won else endpoint  # only decides failover and failback in _during
+        self.incidents.user_request(end, preferred, answered if ok else None, ok)
         for d in self._live_at(end):
             if end < d.start:
                 if ok and ttft_ms is not None and preferred == d.endpoint and end >= d.since:
@@ -287,7 +333,11 @@ class Ledger:
         elif ok and endpoint == d.endpoint and d.stop is not None and end >= d.stop:
             self._first(d, "failback_at", end)
         if d.stop is not None and end > d.stop:
+            if ok and ttft_ms is not None:
+                d.ttft_after_ms.record(ttft_ms)
             return
+        if ok and ttft_ms is not None:
+            d.ttft_during_ms.record(ttft_ms)
         d.user_requests += 1
         d.user_errors += not ok
         d.user_retried += attempts > 1
@@ -295,8 +345,7 @@ class Ledger:
             d.node(self.node).exposed += 1
         mine = self._mine.get(d.index)
         if mine is None or mine.failover_at is None or end <= mine.failover_at:
-            d.switch_requests += 1
-            d.switch_errors += not ok
+            self._switch.count(d, end, ok)
         if away and ttft_ms is not None:
             d.ttft_failed_over_ms.record(ttft_ms)
 
@@ -349,6 +398,7 @@ class Ledger:
             "breakers": {e: dict(self.states[self.node][e]) for e in sorted(self._changed_states)},
             "traffic": {e: [[s, n, f] for s, (n, f) in sorted(b.items())] for e, b in self.traffic.items()},
             "quality": {e: {**q.counts, "output_tokens": q.output_tokens.to_dict()} for e, q in self.fallback.items()},
+            "incidents": self.incidents.ship(),
         }
         self._clear_shipped()
         return data
@@ -362,8 +412,7 @@ class Ledger:
             "start": d.start,
             "stop": d.stop,
             **{c: getattr(d, c) for c in COUNTS},
-            "ttft_before_ms": d.ttft_before_ms.to_dict(),
-            "ttft_failed_over_ms": d.ttft_failed_over_ms.to_dict(),
+            **{h: getattr(d, h).to_dict() for h in HISTOGRAMS},
             **{f.name: getattr(own, f.name) for f in fields(NodeDrill)},
         }
 
@@ -390,6 +439,7 @@ class Ledger:
             self._set_state(worker, endpoint, s["state"], s["since"])
         self._merge_traffic(data["t0"], data["traffic"])
         self._merge_quality(data["quality"])
+        self.incidents.merge(worker, data.get("incidents") or [])
 
     def _merge_drill(self, worker: str, item: dict[str, Any]) -> None:
         d = self.drills.get(item["index"])
@@ -401,8 +451,8 @@ class Ledger:
             self._link()
         for c in COUNTS:
             setattr(d, c, getattr(d, c) + item[c])
-        d.ttft_before_ms.merge(Histogram.from_dict(item["ttft_before_ms"]))
-        d.ttft_failed_over_ms.merge(Histogram.from_dict(item["ttft_failed_over_ms"]))
+        for h in HISTOGRAMS:
+            getattr(d, h).merge(Histogram.from_dict(item[h]))
         if item["exposed"] or any(item[f] is not None for f in FIRSTS):
             node = d.node(worker)
             node.exposed += item["exposed"]

@@ -6,7 +6,7 @@ Every user mistake is a `ConfigError` of one line: the source (file name, `--llm
 place (`endpoints[1].weight`), what it must be and what it was, so a run stops before any load instead of running a
 drill nobody asked for. Unknown keys are errors at every level (a typo must not fall back to a default silently).
 
-    policy: priority            # or weighted
+    policy: priority            # or weighted, latency, least_busy, cost (docs/failover.md, "Routing")
     endpoints:                  # required, at least one; names: letters, digits, '_', '-', '.'
       - {name: primary, mock: {ttft_ms: 50}}        # an embedded mock (no base_url); {} = default mock settings
       - name: secondary
@@ -19,11 +19,13 @@ drill nobody asked for. Unknown keys are errors at every level (a typo must not 
         prices: {input: 0.15, output: 0.6}   # USD per million tokens (cached_input optional)
         timeouts: {ttft: 10}    # seconds; keys connect, ttft, idle, total; missing ones from --llm-timeout-*
         admin_url: http://10.0.0.5:8000      # a standalone mock: drills break it through POST /mock/fault
+        breaker_mode: normal    # forced_open (maintenance: sent nothing) or disabled (never opens)
     breaker: {failures: 5, failure_rate: 0.5, window_s: 10, min_calls: 20, cooldown_s: 5, probes: 1,
               count: [connect_error, timeout_*, http_5xx]}  # error class names (ErrorClass values), globs allowed
     retry: {max_attempts: 3, backoff_base_s: 0.1, backoff_max_s: 2, retry_after_max_s: 10, budget: 0.2,
-            budget_window_s: 10, retry_on: [connect_error, http_5xx, rate_limited]}
+            budget_window_s: 10, retry_on: [connect_error, http_5xx, rate_limited], retry_after_cooldown: false}
     hedge: {after_ms: 300}      # 0 = no hedging
+    routing: {ttft_p95_max_s: 1.5}   # cost: the cheapest endpoint whose recent TTFT p95 is within this
     drills:                     # endpoint, fault, at, for + the fault's parameters (loadlib.failover.drills_config)
       - {endpoint: primary, fault: http_503, at: 20s, for: 20s}
       - {endpoint: primary, fault: rate_limit, at: 60s, for: 10s, retry_after_s: 2}
@@ -40,7 +42,6 @@ command line on top (and checks again); `check_pool` with keys runs once more wh
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -51,9 +52,9 @@ from typing import Any
 import yaml
 
 from loadlib.config import NO_KEY, Endpoint, Timeouts, key_variable, parse_base_url
-from loadlib.errors import ConfigError, ErrorClass
-from loadlib.failover import drills_config
-from loadlib.failover.breaker import DEFAULT_COUNTED, BreakerConfig
+from loadlib.errors import ConfigError
+from loadlib.failover import drills_config, routing
+from loadlib.failover.breaker import MODES, BreakerConfig
 from loadlib.failover.drills_config import (
     DrillSpec,
     Place,
@@ -68,28 +69,23 @@ from loadlib.failover.drills_config import (
     show,
     text,
 )
-from loadlib.failover.retry import DEFAULT_RETRYABLE, RetryConfig
+from loadlib.failover.policy_config import BREAKER_KEYS, RETRY_KEYS, breaker_config, retry_config
+from loadlib.failover.retry import RetryConfig
 from loadlib.mockapi.config import CONVERTERS, KEYS, MockConfig, MockConfigError
 from loadlib.providers import registry
 from loadlib.records.pricing import ModelPrice
 
-POLICIES = ("priority", "weighted")
+POLICIES = routing.POLICIES
 DRILL_FAULTS = drills_config.DRILL_FAULTS
 CLIENT_SIDE_FAULTS = drills_config.CLIENT_SIDE_FAULTS  # 'broken' needs a mock endpoint
 INLINE_SOURCE = "--llm-pool"
 ONE_SOURCE = "--host"
 HEDGE_FLAG = "--llm-hedge-after-ms"
-TOP_KEYS = ("policy", "endpoints", "breaker", "retry", "hedge", "drills", "targets")
+TOP_KEYS = ("policy", "endpoints", "breaker", "retry", "hedge", "routing", "drills", "targets")
 ENDPOINT_KEYS: tuple[str, ...] = ("name", "provider", "base_url", "model", "key_env", "priority", "weight", "prices")
-ENDPOINT_KEYS += ("timeouts", "mock", "admin_url")
-BREAKER_KEYS = ("failures", "failure_rate", "window_s", "min_calls", "cooldown_s", "probes", "count")
-RETRY_KEYS = ("max_attempts", "backoff_base_s", "backoff_max_s", "retry_after_max_s", "budget", "budget_window_s")
+ENDPOINT_KEYS += ("timeouts", "mock", "admin_url", "breaker_mode")
 TIMEOUT_KEYS = ("connect", "ttft", "idle", "total")
 PRICE_KEYS = ("input", "output", "cached_input")
-# Classes a breaker may count or a retry may follow: not a success, a lost hedge, or a refusal that sent nothing.
-FAILURE_CLASSES = tuple(
-    c for c in ErrorClass if c not in (ErrorClass.OK, ErrorClass.CANCELLED, ErrorClass.CIRCUIT_OPEN)
-)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _KEY_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _EXAMPLE = "{endpoints: [{name: primary, base_url: 'https://api.example.com/v1'}]}"
@@ -112,6 +108,7 @@ class EndpointSpec:
     timeouts: Mapping[str, float] | None = None
     mock: dict[str, Any] | None = None
     admin_url: str | None = None
+    breaker_mode: str = "normal"  # forced_open: no request goes to it; disabled: its breaker never opens
 
     @property
     def is_mock(self) -> bool:
@@ -146,6 +143,7 @@ class PoolConfig:
     breaker: BreakerConfig = field(default_factory=BreakerConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
     hedge_after_ms: float = 0.0
+    ttft_p95_max_s: float | None = None  # the cost policy's bound on an endpoint's recent TTFT p95
     drills: tuple[DrillSpec, ...] = ()
     targets: Targets = field(default_factory=Targets)
     source: str = field(default="pool", compare=False)
@@ -235,12 +233,14 @@ def parse_pool(data: Mapping[str, Any], where: str) -> PoolConfig:
     if not isinstance(drills, list):
         root.key("drills").fail("must be a list like [{endpoint: primary, fault: http_503, at: 20s, for: 20s}]")
     hedge = _section(data, "hedge", ("after_ms",), root)
+    bound = _section(data, "routing", ("ttft_p95_max_s",), root).get("ttft_p95_max_s")
     pool = PoolConfig(
         endpoints=tuple(_endpoint(e, root.key("endpoints").item(i)) for i, e in enumerate(raw)),
         policy=_policy(data.get("policy", "priority"), root.key("policy")),
-        breaker=_breaker(_section(data, "breaker", BREAKER_KEYS, root), root.key("breaker")),
-        retry=_retry(_section(data, "retry", (*RETRY_KEYS, "retry_on"), root), root.key("retry")),
+        breaker=breaker_config(_section(data, "breaker", BREAKER_KEYS, root), root.key("breaker")),
+        retry=retry_config(_section(data, "retry", RETRY_KEYS, root), root.key("retry")),
         hedge_after_ms=duration(hedge.get("after_ms", 0.0), root.key("hedge.after_ms"), unit="ms"),
+        ttft_p95_max_s=None if bound is None else duration(bound, root.key("routing.ttft_p95_max_s"), open_low=True),
         drills=tuple(drill_from_mapping(d, root.key("drills").item(i)) for i, d in enumerate(drills)),
         targets=_targets(_section(data, "targets", tuple(f.name for f in dataclasses.fields(Targets)), root), root),
         source=root.source,
@@ -288,7 +288,14 @@ def _endpoint(data: Any, place: Place) -> EndpointSpec:
         timeouts=_timeouts(opt["timeouts"], place.key("timeouts")) if "timeouts" in opt else None,
         mock=_mock(data["mock"], place.key("mock")) if "mock" in data else None,
         admin_url=text(opt["admin_url"], place.key("admin_url")) if "admin_url" in opt else None,
+        breaker_mode=_mode(opt.get("breaker_mode", "normal"), place.key("breaker_mode")),
     )
+
+
+def _mode(value: Any, place: Place) -> str:
+    if value not in MODES:
+        place.fail(f"must be one of {', '.join(MODES)} (maintenance: forced_open sends it nothing), got {show(value)}")
+    return str(value)
 
 
 def _key_env(value: Any, place: Place) -> str:
@@ -334,48 +341,6 @@ def _mock(value: Any, place: Place) -> dict[str, Any]:
             raise ConfigError(f"{place}: {exc}") from None
     MockConfig().with_overrides(out)
     return out
-
-
-def _breaker(data: Mapping[str, Any], place: Place) -> BreakerConfig:
-    d = BreakerConfig()
-    return BreakerConfig(
-        failures=integer(data.get("failures", d.failures), place.key("failures"), 0),
-        failure_rate=number(data.get("failure_rate", d.failure_rate), place.key("failure_rate"), 0.0, 1.0),
-        window_s=duration(data.get("window_s", d.window_s), place.key("window_s"), open_low=True),
-        min_calls=integer(data.get("min_calls", d.min_calls), place.key("min_calls"), 0),
-        cooldown_s=duration(data.get("cooldown_s", d.cooldown_s), place.key("cooldown_s")),
-        probes=integer(data.get("probes", d.probes), place.key("probes"), 1),
-        counted=_classes(data["count"], place.key("count")) if "count" in data else DEFAULT_COUNTED,
-    )
-
-
-def _retry(data: Mapping[str, Any], place: Place) -> RetryConfig:
-    d = RetryConfig()
-    return RetryConfig(
-        max_attempts=integer(data.get("max_attempts", d.max_attempts), place.key("max_attempts"), 1),
-        backoff_base_s=duration(data.get("backoff_base_s", d.backoff_base_s), place.key("backoff_base_s")),
-        backoff_max_s=duration(data.get("backoff_max_s", d.backoff_max_s), place.key("backoff_max_s")),
-        retry_after_max_s=duration(data.get("retry_after_max_s", d.retry_after_max_s), place.key("retry_after_max_s")),
-        budget=number(data.get("budget", d.budget), place.key("budget"), 0.0),
-        budget_window_s=duration(
-            data.get("budget_window_s", d.budget_window_s), place.key("budget_window_s"), open_low=True
-        ),
-        retry_on=_classes(data["retry_on"], place.key("retry_on")) if "retry_on" in data else DEFAULT_RETRYABLE,
-    )
-
-
-def _classes(value: Any, place: Place) -> frozenset[ErrorClass]:
-    """Error class names (ErrorClass values, any case), `timeout_*`-style globs allowed; each must match one."""
-    if not isinstance(value, list):
-        place.fail(f"must be a list of error classes like [connect_error, timeout_*, http_5xx], got {show(value)}")
-    out: set[ErrorClass] = set()
-    for i, item in enumerate(value):
-        pattern = text(item, place.item(i)).lower()
-        matched = fnmatch.filter(FAILURE_CLASSES, pattern)
-        if not matched:
-            place.item(i).fail(f"{show(item)} names no error class; use: {', '.join(FAILURE_CLASSES)}")
-        out.update(ErrorClass(m) for m in matched)
-    return frozenset(out)
 
 
 def _targets(data: Mapping[str, Any], root: Place) -> Targets:

@@ -40,6 +40,7 @@ class RetryConfig:
     budget: float = 0.2
     budget_window_s: float = 10.0
     retry_on: frozenset[ErrorClass] = field(default=DEFAULT_RETRYABLE)
+    retry_after_cooldown: bool = False  # an endpoint that asked for a wait gets no new request until it is over
 
 
 # -- waiting -----------------------------------------------------------------------------------------------------------
@@ -96,10 +97,14 @@ def wait_before_retry(
 ) -> float:
     """Seconds to wait before retrying after attempt `attempt` failed with `headers`: the server's Retry-After,
     capped at `retry_after_max_s` (a server asking for minutes must not stall the test), else the backoff."""
+    asked = asked_wait_s(headers, config, now_unix)
+    return backoff_s(attempt, config, rng) if asked is None else asked
+
+
+def asked_wait_s(headers: Mapping[str, str], config: RetryConfig, now_unix: float) -> float | None:
+    """The server's Retry-After capped at `retry_after_max_s`, or None when it asked for nothing."""
     asked = retry_after_s(headers, now_unix) if headers else None
-    if asked is not None:
-        return min(asked, config.retry_after_max_s)
-    return backoff_s(attempt, config, rng)
+    return None if asked is None else min(asked, config.retry_after_max_s)
 
 
 # -- budget ------------------------------------------------------------------------------------------------------------

@@ -13,10 +13,12 @@ import logging
 import time
 from typing import Any
 
+from loadlib.errors import ErrorClass
 from loadlib.failover.breaker import State, Transition
 from loadlib.failover.client_faults import ClientFault
-from loadlib.failover.dispatch import Delivery, Dispatcher
+from loadlib.failover.dispatch import UNJUDGED, Delivery, Dispatcher
 from loadlib.failover.figures import drill_figures, lines, quality_figures, traffic_series
+from loadlib.failover.incidents import incident_figures, incident_line
 from loadlib.failover.ledger import Ledger
 from loadlib.failover.pool import PoolConfig
 from loadlib.locust.parts import Node, NodePart
@@ -42,6 +44,7 @@ class FailoverPart(NodePart):
         self.dispatcher: Dispatcher | None = None
         self.pool: PoolConfig | None = None
         self.node = "local"
+        self.is_worker = False
         self.log: list[dict[str, Any]] = []  # this node's events (shipped) or, on the master, everyone's
         self.dropped_events = 0
         self.failed_over: dict[str, str] = {}  # preferred endpoint -> the one answering instead
@@ -55,22 +58,31 @@ class FailoverPart(NodePart):
 
     def start(self, ctx: Node) -> None:
         self.node, now = ctx.node, time.time()
+        self.is_worker = ctx.is_worker  # a worker ships its incidents; the master (or a local run) writes them
         self.ledger = Ledger()
         self.ledger.start(now)
         self.log, self.failed_over, self.flipped_at = [], {}, {}
         settings = ctx.settings
         self.pool = settings.pool if settings is not None else getattr(ctx, "pool", None)
         self.active = _active(self.pool)
+        self.ledger.watch_in_flight = self.pool is not None and bool(self.pool.drills)
         if ctx.generates_load and settings is not None and settings.pool is not None:
             self.dispatcher = Dispatcher(settings.pool, on_transition=self.on_transition)
 
     def add(self, record: RequestRecord) -> None:
         if not self.active:
             return
-        at = record.start_unix_ns / 1e9 + (record.e2e_ms or 0.0) / 1000.0
+        start = record.start_unix_ns / 1e9
+        at = start + (record.e2e_ms or 0.0) / 1000.0
         # a hedge's loser and an attempt the run's end cut off are attempts, not errors (ErrorClass.is_error)
-        self.ledger.attempt(record.endpoint, not record.status.is_error, at)
+        self.ledger.attempt(record.endpoint, not record.status.is_error, at, start, self._counted(record.status))
         self.ledger.quality(record.endpoint, record.status.value, record.output_tokens)
+
+    def _counted(self, status: ErrorClass) -> bool | None:
+        """For the incidents: a failure the breaker counts, an answer (False), or neither (None: it tells nothing)."""
+        if status in UNJUDGED or self.pool is None:
+            return None
+        return status in self.pool.breaker.counted
 
     def user_request(self, user: UserRequest, delivery: Delivery) -> None:
         """One user-visible request ended on this node. Without failover, retries, hedges or drills it is its one
@@ -90,17 +102,19 @@ class FailoverPart(NodePart):
 
     def _watch_failover(self, user: UserRequest) -> None:
         """A node-level failover is the first failed-over answer for a preferred endpoint (a hedge that won its race
-        is not one); failback the first answer from the preferred one again. Requests sent before the last change do
-        not flip it back (one routed away while the breaker was open may end after the failback)."""
+        is not one); failback the first answer from the preferred one again. A request sent before the answer that
+        made the last change cannot flip it back: it was routed by what the node knew before (one routed away while
+        the breaker was half-open ends after the probe that closed it; one the preferred endpoint took before the
+        outage ends after the first failover)."""
         preferred, answered = user.preferred, user.endpoint or ""
         start = user.start_unix_ns / 1e9
         if start < self.flipped_at.get(preferred, 0.0):
             return
         if user.failed_over and preferred not in self.failed_over:
-            self.failed_over[preferred], self.flipped_at[preferred] = answered, start
+            self.failed_over[preferred], self.flipped_at[preferred] = answered, user.end_unix
             self.fire("failover", preferred, f"requests for {preferred} answered by {answered}")
         elif answered == preferred and preferred in self.failed_over:
-            self.flipped_at[preferred] = start
+            self.flipped_at[preferred] = user.end_unix
             self.fire("failback", preferred, f"{preferred} answers again (was {self.failed_over.pop(preferred)})")
 
     def _hedge_event(self) -> None:
@@ -161,12 +175,16 @@ class FailoverPart(NodePart):
             faults.pop(endpoint, None)
 
     def write_drills(self) -> None:
-        """The master's (or local runner's) drill figures as `llm_drill` points, at test stop while the sink is
-        open: exact but for a worker's last report, which may come after (the JSON summary has it)."""
-        if self.pool is None or not self.pool.drills:
+        """The master's (or local runner's) drill and incident figures as `llm_drill` and `llm_incident` points, at
+        test stop while the sink is open: exact but for a worker's last report, which may come after (the JSON
+        summary has it)."""
+        if self.pool is None or not self.active or self.is_worker:
             return
-        for f in drill_figures(self.ledger, _applicable(self.pool)):
+        for f in drill_figures(self.ledger, _applicable(self.pool)) if self.pool.drills else []:
             self.sinks.drill(f)
+        self.ledger.incidents.keep_own(self.node)
+        for f in self.incidents():
+            self.sinks.incident(f)
 
     # reports
 
@@ -189,11 +207,13 @@ class FailoverPart(NodePart):
         attempts = int((summary.get("total") or {}).get("count") or 0)
         targets = _applicable(self.pool)
         figures = drill_figures(self.ledger, targets) if targets is not None else []
+        self.ledger.incidents.keep_own(self.node)
         summary["failover"] = {
             "pool": _describe(self.pool),
             "user_requests": self.users.summary(attempts) if self.active else None,
             "breakers": self.ledger.breaker_states(),
             "drills": figures,
+            "incidents": self.incidents(),
             "quality": quality_figures(self.ledger),
             "traffic": traffic_series(self.ledger),
             "events": sorted(self.log, key=lambda e: e["at"]),
@@ -208,7 +228,13 @@ class FailoverPart(NodePart):
         u = data["user_requests"]
         out = [_user_line(u)]
         out += [_breaker_line(w, states) for w, states in sorted(data["breakers"].items())]
+        out += [incident_line(f) for f in data.get("incidents") or []]
         return out + lines(data["drills"], data["quality"] if u["failed_over"] else {})  # no fallback answered: moot
+
+    def incidents(self) -> list[dict[str, Any]]:
+        """The run's incidents from every node's breaker timeline (docs/failover.md, "Incidents")."""
+        drills = [(d.index, d.endpoint, d.start, d.stop) for d in self.ledger.ordered()]
+        return incident_figures(self.ledger.incidents.by_worker, self.ledger.t0, drills)
 
 
 def _active(pool: PoolConfig | None) -> bool:

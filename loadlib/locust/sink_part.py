@@ -75,6 +75,10 @@ class SinkPart(NodePart):
         if self.sink is not None:
             self.sink.submit_drill(figures["index"], figures["endpoint"], figures["fault"], figures)
 
+    def incident(self, figures: dict[str, Any]) -> None:
+        if self.sink is not None:
+            self.sink.submit_incident(figures)
+
     def amplification(self, depth: int, structured: RequestRecord, plain: RequestRecord) -> None:
         if self.sink is not None:
             self.sink.submit_amplification(depth, structured, plain)

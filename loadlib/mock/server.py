@@ -341,6 +341,7 @@ class MockServer:
     def _llm(self, conn: Connection, req: RequestHead, api: str, t0: float) -> None:
         """Record, parse, count the prompt (off the loop when large), then answer unless the client has gone."""
         rec = self._new_record(conn, req, api)
+        rec.received_unix = time.time() - (self.loop.time() - t0)
         id_headers = request_id_headers(api, rec.request_id)
         try:
             call = parse_call(api, req.body, self.faults.config_for(self.config), req.headers.get("x-mock"))

@@ -54,6 +54,7 @@ class TruthRecord:
         "planned_output_tokens",
         "planned_ttft_ms",
         "prompt_tokens",
+        "received_unix",
         "reported_prompt_tokens",
         "request_id",
         "response_cache",
@@ -88,6 +89,7 @@ class TruthRecord:
         self.planned_itl_ms: array = array("f")
         self.planned_end_ms: float | None = None
         self.planned_output_tokens = 0
+        self.received_unix: float | None = None  # wall clock at the request head (the *_ms count from it)
         self.headers_sent_ms: float | None = None
         self.first_token_sent_ms: float | None = None
         self.end_ms: float | None = None
@@ -156,6 +158,10 @@ class TruthRecord:
             "headers_sent_ms": self.headers_sent_ms,
             "first_token_sent_ms": self.first_token_sent_ms,
             "end_ms": self.end_ms,
+            "received_unix": self.received_unix,
+            "end_unix": None
+            if self.received_unix is None or self.end_ms is None
+            else self.received_unix + self.end_ms / 1e3,
             "event_times_ms": times,
             "mean_itl_ms": mean_itl,
             "output_tokens_sent": self.output_tokens_sent,

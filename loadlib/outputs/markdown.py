@@ -24,6 +24,8 @@ from typing import Any
 
 from loadlib.metrics.server_metrics import STEP_HEADERS, step_cells
 from loadlib.metrics.summary import TOTAL_NAME, client_line, cost_text, number_text, with_interval
+from loadlib.outputs.incident_rows import HEADER as INCIDENT_HEADER
+from loadlib.outputs.incident_rows import incident_row
 from loadlib.outputs.summary import write_text
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -90,7 +92,8 @@ def masked(data: Any, redact: Callable[[str], str] | None) -> Any:
 
 
 def markdown_summary(summary: Mapping[str, Any], thresholds: Thresholds | None = None) -> str:
-    """Verdict line, run line, thresholds, per-scenario/endpoint table, client health, failover drills."""
+    """Verdict line, run line, thresholds, per-scenario/endpoint table, client health, failover drills and
+    incidents."""
     results = thresholds_of(summary, thresholds)
     blocks = [_verdict_line(summary, results), _run_line(summary)]
     if results:
@@ -101,6 +104,10 @@ def markdown_summary(summary: Mapping[str, Any], thresholds: Thresholds | None =
     drills = ((summary.get("failover") or {}).get("drills")) or []
     if drills:
         blocks.append(_drill_table(drills))
+    incidents = ((summary.get("failover") or {}).get("incidents")) or []
+    if incidents:
+        rows = [[esc(c) for c in incident_row(f)] for f in incidents]
+        blocks.append("**Failover incidents**\n\n" + _table(list(INCIDENT_HEADER), "lrrrrr", rows))
     if summary.get("capacity"):
         blocks.append(_capacity_table(summary["capacity"]))
     return "\n\n".join(b for b in blocks if b) + "\n"

@@ -20,7 +20,7 @@ from loadlib.reports.records_in import OK, Records
 from loadlib.reports.run_scenarios import scenario_sections
 from loadlib.reports.run_series import Series, build_series, relative_times
 from loadlib.reports.run_stats import grouped_sort, subsample
-from loadlib.reports.run_summary import client_html, meta_rows, para, verdict_html
+from loadlib.reports.run_summary import client_html, incidents_html, meta_rows, para, verdict_html
 from loadlib.reports.run_table import Row, disagreements, errors_table, rows_table, table_rows
 
 SCATTER_POINTS = 20_000
@@ -50,6 +50,9 @@ def build_report(rec: Records, summary: Mapping[str, Any] | None, files: Sequenc
     ]
     if summary and summary.get("capacity"):
         sections.insert(2, section("Capacity search", *capacity_html(summary["capacity"])))
+    incidents = incidents_html(summary)
+    if incidents:
+        sections.insert(2, section("Failover incidents", incidents))
     run_id = _run_id(rec, summary)
     subtitle = f"run {run_id or '-'} · {len(rec)} attempts" + (f" · {duration:.1f} s" if duration else "")
     return page("loadlib run report", subtitle, sections)

@@ -1,5 +1,5 @@
 """The run report's parts that only the summary knows (pure HTML strings): run metadata, the verdict with its
-thresholds, and client health. Records carry no verdict, no user count and no loop lag or CPU."""
+thresholds, client health and failover incidents. Records carry no verdict, no user count and no loop lag or CPU."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loadlib.outputs.incident_rows import HEADER as INCIDENT_HEADER
+from loadlib.outputs.incident_rows import incident_row
 from loadlib.outputs.markdown import STATUS_WORDS, threshold_limit, threshold_value
 from loadlib.reports.html import esc, table
 
@@ -122,3 +124,11 @@ def _client_row(name: str, c: Mapping[str, Any]) -> list[Any]:
         None if cpu is None else f"{cpu:.1f}",
         "; ".join(str(n) for n in notes) or None,
     ]
+
+
+def incidents_html(summary: Mapping[str, Any] | None) -> str:
+    """The failover incidents (docs/failover.md, "Incidents"), one row each; empty without any."""
+    incidents = ((summary or {}).get("failover") or {}).get("incidents") or []
+    if not incidents:
+        return ""
+    return table(INCIDENT_HEADER, [incident_row(f) for f in incidents], numeric=[False, True, True, True, True, True])

@@ -29,6 +29,7 @@ from loadlib.sinks.lineproto import (
     breaker_line,
     drill_line,
     event_line,
+    incident_line,
     request_line,
     user_request_line,
     worker_line,
@@ -43,6 +44,7 @@ _EVENT = 1
 _BREAKER = 2
 _DRILL = 4
 _AMPLIFICATION = 5
+_INCIDENT = 6
 ERROR_LOG_INTERVAL_S = 30.0
 
 
@@ -161,6 +163,11 @@ class InfluxSink:
         `user_error_rate` and `passed`; it is copied here, as the point is encoded later."""
         snapshot = {k: dict(v) if isinstance(v, Mapping) else v for k, v in figures.items()}
         self._push((_DRILL, index, endpoint, fault, snapshot, ts_ns or time.time_ns()))
+
+    def submit_incident(self, figures: Mapping[str, Any], ts_ns: int | None = None) -> None:
+        """Queue the `llm_incident` point of one incident (the master's job, at test stop); copied, as for a drill."""
+        snapshot = {k: dict(v) if isinstance(v, Mapping) else v for k, v in figures.items()}
+        self._push((_INCIDENT, snapshot, ts_ns or time.time_ns()))
 
     def submit_amplification(self, depth: int, structured: RequestRecord, plain: RequestRecord) -> None:
         """Queue the `llm_amplification` point of one JSON/prose pair of the compliance scenario."""
@@ -354,6 +361,8 @@ class InfluxSink:
                 return breaker_line(self.run_id, self.worker, *item[1:])
             if tag == _DRILL:
                 return drill_line(self.run_id, *item[1:])
+            if tag == _INCIDENT:
+                return incident_line(self.run_id, *item[1:])
             if tag == _AMPLIFICATION:
                 return amplification_line(self.run_id, self.worker, *item[1:])
             raise ValueError(f"unknown point kind {tag!r}")

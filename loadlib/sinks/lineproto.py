@@ -21,6 +21,7 @@ EVENT = "llm_event"
 BREAKER = "llm_breaker"
 USER_REQUEST = "llm_user_request"
 DRILL = "llm_drill"
+INCIDENT = "llm_incident"
 AMPLIFICATION = "llm_amplification"
 CAPACITY_STEP = "llm_capacity_step"
 SERVER = "llm_server"
@@ -98,6 +99,12 @@ DRILL_FIELDS: dict[str, str] = {
     "user_error_rate": "float",
     "passed": "int",
 }
+INCIDENT_TAGS = ("endpoint", "incident", "run_id")
+INCIDENT_FIELDS: dict[str, str] = {
+    **{k: v for k, v in DRILL_FIELDS.items() if k != "passed"},
+    "duration_s": "float",
+    "ongoing": "int",
+}
 AMPLIFICATION_TAGS = ("depth", "run_id", "scenario", "worker")
 AMPLIFICATION_FIELDS: dict[str, str] = {
     f"{kind}_{name}": typ
@@ -136,6 +143,7 @@ SCHEMA: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     BREAKER: (BREAKER_TAGS, BREAKER_FIELDS),
     USER_REQUEST: (USER_REQUEST_TAGS, USER_REQUEST_FIELDS),
     DRILL: (DRILL_TAGS, DRILL_FIELDS),
+    INCIDENT: (INCIDENT_TAGS, INCIDENT_FIELDS),
     AMPLIFICATION: (AMPLIFICATION_TAGS, AMPLIFICATION_FIELDS),
     CAPACITY_STEP: (CAPACITY_STEP_TAGS, CAPACITY_STEP_FIELDS),
     SERVER: (SERVER_TAGS, SERVER_FIELDS),
@@ -356,14 +364,32 @@ def drill_line(run_id: str, index: int | str, endpoint: str, fault: str, figures
     `user_errors`, `user_error_rate` and `passed`; missing or None values are omitted, `passed` is written as 1/0.
     `user_requests` is always written (0 when missing), so every point has a field.
     """
+    passed = figures.get("passed")
+    tags = _tags((("drill", str(index)), ("endpoint", endpoint), ("fault", fault), ("run_id", run_id)))
+    fields = _outage_fields(figures, ("passed", None if passed is None else _i(1 if passed else 0)))
+    return _line(DRILL, tags, fields, ts_ns)
+
+
+def incident_line(run_id: str, figures: Mapping[str, Any], ts_ns: int) -> str:
+    """One `llm_incident` point with an incident's figures (docs/failover.md, "Incidents"), written by the master at
+    test stop: the drill's fields but `passed`, and `duration_s` and `ongoing` (1/0)."""
+    tags = _tags(
+        (("endpoint", str(figures.get("endpoint"))), ("incident", str(figures.get("index"))), ("run_id", run_id))
+    )
+    fields = _outage_fields(
+        figures, ("duration_s", _f(figures.get("duration_s"))), ("ongoing", _i(1 if figures.get("ongoing") else 0))
+    )
+    return _line(INCIDENT, tags, fields, ts_ns)
+
+
+def _outage_fields(figures: Mapping[str, Any], *more: tuple[str, str | None]) -> str:
+    """The times and user-visible counts a drill and an incident share, then `more`."""
 
     def stat(key: str, which: str) -> str | None:
         figure = figures.get(key)
         return _f(figure.get(which)) if isinstance(figure, Mapping) else None
 
-    passed = figures.get("passed")
-    tags = _tags((("drill", str(index)), ("endpoint", endpoint), ("fault", fault), ("run_id", run_id)))
-    fields = _fields(
+    return _fields(
         (
             ("detect_p50_s", stat("detect_s", "p50")),
             ("detect_max_s", stat("detect_s", "max")),
@@ -373,10 +399,9 @@ def drill_line(run_id: str, index: int | str, endpoint: str, fault: str, figures
             ("user_requests", _i(figures.get("user_requests") or 0)),
             ("user_errors", _i(figures.get("user_errors"))),
             ("user_error_rate", _f(figures.get("user_error_rate"))),
-            ("passed", None if passed is None else _i(1 if passed else 0)),
+            *more,
         )
     )
-    return _line(DRILL, tags, fields, ts_ns)
 
 
 def amplification_line(run_id: str, worker: str, depth: int, structured: RequestRecord, plain: RequestRecord) -> str:

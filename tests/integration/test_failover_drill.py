@@ -100,6 +100,7 @@ def test_the_drill_passes_and_exits_by_its_verdict(drill: dict) -> None:
     assert drill["rc"] == 0, drill["err"][-3000:]
     figures = drill["summary"]["failover"]["drills"]
     assert len(figures) == 1 and figures[0]["passed"], figures
+    assert figures[0]["in_flight"] > 0, "the users' phases are spread: the outage begins with streams in flight"
 
 
 def test_detection_failover_and_failback_lie_within_the_derived_bounds(drill: dict) -> None:
@@ -122,7 +123,7 @@ def test_breakers_open_traffic_moves_and_comes_back(drill: dict) -> None:
         assert {"circuit_open", "circuit_half_open", "circuit_closed", "failover", "failback"} <= kinds_by_worker[w]
     assert {"drill_start", "drill_stop"} <= kinds_by_worker["master"]
     share = data["drills"][0]["traffic_share"]
-    assert share["before"]["primary"] > 0.95 and share["during"]["primary"] < 0.1
+    assert share["before"]["primary"] > 0.95 and share["during"]["primary"] < 0.15  # failures until open, probes
     assert share["after"]["primary"] > share["during"]["primary"]
     assert all(s["primary"]["state"] == "closed" for s in data["breakers"].values())
 

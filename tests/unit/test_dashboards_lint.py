@@ -262,6 +262,8 @@ def test_the_failover_row_has_its_panels_and_annotations() -> None:
     assert {"llm_request", "llm_user_request"} <= set(measurements)
     (drills,) = by_measurement["llm_drill"]
     assert drills["type"] == "table"
+    (incidents,) = by_measurement["llm_incident"]
+    assert incidents["type"] == "table" and group_by_names(incidents["targets"][0]["query"]) == ["incident", "endpoint"]
     (events,) = [p for p in by_measurement["llm_event"] if p["type"] == "table"]
     assert '"worker"' in events["targets"][0]["query"]
     anns = {a["name"]: a["target"]["query"] for a in dash["annotations"]["list"] if not a.get("builtIn")}

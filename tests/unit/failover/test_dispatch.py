@@ -95,6 +95,42 @@ def test_retry_after_is_honoured_on_the_same_endpoint_within_ten_percent() -> No
     assert 0.3 <= waited <= 0.33, waited
 
 
+def limited(status: ErrorClass, asked_ms: str | None) -> Callable:
+    """Attempts that fail with `status`, the primary's asking for `asked_ms` (Retry-After), the secondary's not."""
+
+    def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+        done = Attempt(name, number, status, time.perf_counter(), None, 1.0)
+        if name == "primary" and asked_ms is not None:
+            done.headers = {"retry-after-ms": asked_ms}
+        return done
+
+    return attempt
+
+
+def test_each_endpoint_s_own_retry_after_decides_the_wait_before_it_is_tried_again() -> None:
+    """The primary asks for 300 ms, the secondary fails in between without asking: the retry to the primary still
+    waits for what the primary asked (less the time since its answer), not for a backoff after the secondary's."""
+    cfg = RetryConfig(max_attempts=3, budget=2.0, backoff_base_s=0.01, backoff_max_s=0.02)
+    d = Dispatcher(pool("primary", "secondary", retry=cfg), rng=random.Random(1))
+    waits: list[float] = []
+    delivery = d.send(limited(E429, "300"), no_sleep(waits))
+    assert [a.endpoint for a in delivery.attempts] == ["primary", "secondary", "primary"]
+    assert len(waits) == 1 and 0.29 <= waits[0] <= 0.301, waits
+
+
+def test_retry_after_cooldown_keeps_new_requests_off_the_endpoint_until_its_wait_is_over() -> None:
+    now = [100.0]
+    cfg = RetryConfig(max_attempts=1, budget=1.0, retry_after_cooldown=True)
+    never_open = BreakerConfig(failures=0, failure_rate=0)
+    d = Dispatcher(pool("primary", "secondary", retry=cfg, breaker=never_open), clock=lambda: now[0])
+    first = d.send(limited(E429, "2000"), no_sleep([]))
+    assert first.endpoint == "primary" and d.cooling == {"primary": 102.0}
+    now[0] = 101.9
+    assert d.send(limited(OK, None), no_sleep([])).endpoint == "secondary"
+    now[0] = 102.0
+    assert d.send(limited(OK, None), no_sleep([])).endpoint == "primary"
+
+
 def test_under_a_429_storm_attempts_per_request_stay_within_one_plus_the_budget() -> None:
     budget = 0.2
     never_open = BreakerConfig(failures=0, failure_rate=0)  # the breakers would end the storm by themselves

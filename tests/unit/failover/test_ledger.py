@@ -124,7 +124,17 @@ def test_ship_shape() -> None:
     feed(w, DRILL + W1)
     data = w.ship()
     assert wire(data) == data
-    assert set(data) == {"v", "t0", "drills", "transitions", "transitions_dropped", "breakers", "traffic", "quality"}
+    assert set(data) == {
+        "v",
+        "t0",
+        "drills",
+        "transitions",
+        "transitions_dropped",
+        "breakers",
+        "traffic",
+        "quality",
+        "incidents",
+    }
     assert data["transitions"][0] == ["primary", "closed", "open", 1020.4, "test"]
     assert data["breakers"] == {"primary": {"state": "closed", "since": 1045.6}}
     assert data["traffic"]["secondary"] == [[20, 1, 0], [25, 1, 0]]
@@ -268,3 +278,34 @@ def test_merge_learns_drills_the_master_did_not_see() -> None:
     d = master.drills[0]
     assert (d.endpoint, d.start, d.stop, d.user_requests) == ("primary", 1020.0, 1040.0, 3)
     assert master.t0 == T0
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0), (2, 0, 1)])
+def test_the_switch_window_does_not_depend_on_the_order_requests_end_in(order: tuple[int, ...]) -> None:
+    """Three failed-over requests ending at +1.0, +1.1, +1.2 s: only the first is in the switch window (with the
+    failed one before it), whatever order they reach the ledger in, shipped between them or not."""
+    w, master = node("w1"), node("master")
+    w.drill_started(1, "primary", "http_503", T0 + 10)
+    w.user_request(T0 + 10.1, T0 + 10.5, "primary", None, False, None, 1)
+    ends = [T0 + 11.0, T0 + 11.1, T0 + 11.2]
+    for i in order:
+        w.user_request(ends[i] - 0.3, ends[i], "primary", "secondary", True, 90.0, 2)
+        master.merge("w1", wire(w.ship()))
+    d = master.drills[1]
+    assert (d.switch_requests, d.switch_errors, d.user_requests) == (2, 1, 4)
+    assert d.nodes["w1"].failover_at == T0 + 11.0
+
+
+def test_attempts_in_flight_at_a_drill_s_start_are_counted_even_when_the_node_hears_of_it_late() -> None:
+    w, master = node("w1"), node("master")
+    w.watch_in_flight = True
+    start = T0 + 10
+    w.attempt("primary", True, start + 0.01, start - 0.2, False)  # in flight; ended before the drill message came
+    w.attempt("primary", True, start - 0.01, start - 0.3, False)  # ended before the start
+    w.attempt("secondary", True, start + 0.02, start - 0.1, False)  # another endpoint
+    w.drill_started(1, "primary", "refuse", start)
+    w.attempt("primary", False, start + 0.05, start - 0.1, True)  # broken by the fault
+    w.attempt("primary", False, start + 0.06, start + 0.01, True)  # sent after the start
+    master.merge("w1", wire(w.ship()))
+    d = master.drills[1]
+    assert (d.in_flight, d.in_flight_failed) == (2, 1)

@@ -39,7 +39,7 @@ endpoints:
 breaker: {failures: 3, failure_rate: 0.4, window_s: 20, min_calls: 10, cooldown_s: 2s, probes: 2,
           count: [connect_error, timeout_*, http_5xx]}
 retry: {max_attempts: 3, backoff_base_s: 0.1, backoff_max_s: 2, retry_after_max_s: 10, budget: 0.3,
-        budget_window_s: 10, retry_on: [rate_limited]}
+        budget_window_s: 10, retry_on: [rate_limited], retry_after_cooldown: true}
 hedge: {after_ms: 300}
 drills:
   - {endpoint: primary, fault: http_503, at: 20s, for: 20s}
@@ -93,7 +93,7 @@ def test_full_file(pool_file: Callable[[str], str]) -> None:
     assert pool.endpoint("secondary") is secondary
     counted = {ErrorClass.CONNECT_ERROR, ErrorClass.HTTP_5XX} | {c for c in ErrorClass if c.startswith("timeout_")}
     assert pool.breaker == BreakerConfig(3, 0.4, 20.0, 10, 2.0, 2, frozenset(counted))
-    assert pool.retry == RetryConfig(3, 0.1, 2.0, 10.0, 0.3, 10.0, frozenset({ErrorClass.RATE_LIMITED}))
+    assert pool.retry == RetryConfig(3, 0.1, 2.0, 10.0, 0.3, 10.0, frozenset({ErrorClass.RATE_LIMITED}), True)
     assert pool.hedge_after_ms == 300.0
     assert [(d.endpoint, d.fault, d.at_s, d.for_s, dict(d.params)) for d in pool.drills] == [
         ("primary", "http_503", 20.0, 20.0, {}),
@@ -200,7 +200,7 @@ BAD_POOLS: list[tuple[dict[str, Any], str]] = [
     ({"endpoints": []}, "endpoints must be a non-empty list"),
     ({}, "endpoints must be a non-empty list"),
     (pool_with(polcy="priority"), "unknown key 'polcy' (did you mean 'policy'?); allowed: policy, endpoints"),
-    (pool_with(policy="fastest"), "policy must be one of priority, weighted, got 'fastest'"),
+    (pool_with(policy="fastest"), "policy must be one of priority, weighted, latency, least_busy, cost, got 'fastest'"),
     ({"endpoints": ["a"]}, "endpoints[0] must be a mapping"),
     ({"endpoints": [{"base_url": "http://h/v1"}]}, "endpoints[0] lacks 'name'"),
     ({"endpoints": [{"name": "a b", "mock": {}}]}, "endpoints[0].name must use letters"),
@@ -244,6 +244,7 @@ BAD_POOLS: list[tuple[dict[str, Any], str]] = [
     (pool_with(retry={"budget": -0.1}), "retry.budget must be a number >= 0"),
     (pool_with(retry={"retry_on": ["timeout_*", "nope"]}), "retry.retry_on[1] 'nope' names no error class"),
     (pool_with(retry={"attempts": 2}), "retry: unknown key 'attempts'"),
+    (pool_with(retry={"retry_after_cooldown": "yes"}), "retry.retry_after_cooldown must be true or false"),
     (pool_with(hedge={"after": 3}), "hedge: unknown key 'after'"),
     (pool_with(hedge={"after_ms": -1}), "hedge.after_ms must be a number >= 0"),
     (pool_with(targets={"failover_s": 3}), "targets: unknown key 'failover_s'"),
@@ -386,7 +387,10 @@ def test_command_line_drills_are_added() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "expected"),
     [
-        ({"policy": "random"}, "--llm-policy must be one of priority, weighted, got 'random'"),
+        (
+            {"policy": "random"},
+            "--llm-policy must be one of priority, weighted, latency, least_busy, cost, got 'random'",
+        ),
         ({"max_attempts": 0}, "--llm-max-attempts must be a number >= 1, got 0"),
         ({"retry_budget": -1.0}, "--llm-retry-budget must be a number >= 0, got -1"),
         ({"hedge_after_ms": -5.0}, "--llm-hedge-after-ms must be a number >= 0, got -5"),

@@ -156,3 +156,41 @@ def test_pick_with_real_breakers_takes_one_probe_slot() -> None:
     assert breakers["b"].state is State.HALF_OPEN  # b was not asked: its probe slot is still free
     assert pick(list(NAMES), admit, []) == ("b", 2)
     assert pick(list(NAMES), admit, []) == ("c", 0)
+
+
+def adaptive(policy: str, **kw: object) -> Router:
+    return Router(["a", "b", "c"], policy, [1, 2, 3], [1, 1, 1], random.Random(7), **kw)  # type: ignore[arg-type]
+
+
+def test_latency_prefers_the_lowest_moving_average_ttft_and_still_explores() -> None:
+    r = adaptive("latency")
+    assert r.order()[0] == "a"  # nothing measured: all count as 0, priority order
+    for name, ttft in (("a", 1.2), ("b", 0.15), ("c", 0.4)):
+        r.started(name)
+        r.ended(name, ttft, True)
+    r.started("b")
+    r.ended("b", None, False)  # a failure's time says nothing of its latency
+    firsts = [r.order()[0] for _ in range(2000)]
+    assert r.ewma["b"] == 0.15 and r.in_flight == {"a": 0, "b": 0, "c": 0}
+    assert 0.07 < firsts.count("a") / 2000 < 0.13  # the exploring share, in priority order
+    assert firsts.count("b") / 2000 > 0.85
+
+
+def test_least_busy_prefers_the_endpoint_with_fewest_attempts_in_flight() -> None:
+    r = adaptive("least_busy")
+    for name in ("a", "a", "b"):
+        r.started(name)
+    assert r.order() == ["c", "b", "a"]
+    r.ended("a", 0.1, True)
+    r.ended("a", 0.1, True)
+    assert r.order() == ["a", "c", "b"]  # ties keep priority order
+
+
+def test_cost_takes_the_cheapest_endpoint_within_the_ttft_bound() -> None:
+    r = adaptive("cost", prices=[10.0, 1.0, 3.0], ttft_p95_max_s=0.5)
+    for ttft in (0.1, 0.9, 0.9):  # b, the cheapest, gets slow: p95 0.9 s
+        r.started("b")
+        r.ended("b", ttft, True)
+    r.rng = random.Random(1)
+    orders = [r.order() for _ in range(200)]
+    assert sum(o == ["c", "a", "b"] for o in orders) > 170  # c within the bound and cheaper than a; b last

@@ -91,6 +91,25 @@ def test_errors_client_and_drills() -> None:
     assert "**Thresholds**" not in text  # none given, none in the summary: no empty table
 
 
+def test_incidents_have_a_table() -> None:
+    summary = load("failover_drill")
+    incident = {"index": 1, "endpoint": "primary", "at_s": 20.04, "duration_s": 6.1, "ongoing": False, "drill": 1}
+    incident |= {"workers": ["local"], "user_requests": 760, "user_errors": 0, "user_error_rate": 0.0}
+    incident |= {k: {"p50": 0.04, "max": 0.04, "per_worker": {}} for k in ("detect_s", "failover_s", "failback_s")}
+    summary["failover"]["incidents"] = [incident]
+    assert table(markdown_summary(summary, []), "incident") == [
+        [
+            "1: primary at +20.0 s for 6.100 s, drill 1",
+            "1",
+            "0.040 / 0.040",
+            "0.040 / 0.040",
+            "0.040",
+            "0 of 760 (0.00 %)",
+        ]
+    ]
+    assert "**Failover incidents**" not in markdown_summary(load("failover_drill"), [])
+
+
 def test_a_saturated_client_is_said_with_its_reasons() -> None:
     text = markdown_summary(load("chat_with_verdict"))
     assert "\n\nCLIENT SATURATED: worker event-loop lag p99 75.9 ms > 50 ms" in text

@@ -250,3 +250,32 @@ def test_a_run_where_nothing_succeeded_still_builds_every_plot(tmp_path):
     assert html.count("<svg") == PLOTS
     assert "no successful attempts" in html and "nothing was priced" in html
     assert table_cells(html)["Aggregated"][:3] == ["5", "5", "-"]
+
+
+INCIDENT = {
+    "index": 1,
+    "endpoint": "primary",
+    "at_s": 3.14,
+    "duration_s": 2.5,
+    "ongoing": False,
+    "drill": None,
+    "workers": ["w1", "w2"],
+    "detect_s": {"p50": 0.002, "max": 0.004, "per_worker": {}},
+    "failover_s": {"p50": 0.086, "max": 0.09, "per_worker": {}},
+    "failback_s": {"p50": 1.5, "max": 1.57, "per_worker": {}},
+    "user_requests": 40,
+    "user_errors": 1,
+    "user_error_rate": 0.025,
+}
+
+
+def test_failover_incidents_have_their_own_section(tmp_path):
+    records = known_run()
+    html = report_of(tmp_path, records, summary_of(records, failover={"incidents": [INCIDENT]}))
+    assert "<h2>Failover incidents</h2>" in html
+    assert re.search(
+        r"<td>1: primary at \+3.1 s for 2.500 s</td><td class=\"num\">2</td><td class=\"num\">0.002 / 0.004</td>"
+        r"<td class=\"num\">0.086 / 0.090</td><td class=\"num\">1.570</td><td class=\"num\">1 of 40 \(2.50 %\)</td>",
+        html,
+    )
+    assert "Failover incidents" not in report_of(tmp_path, records, summary_of(records))

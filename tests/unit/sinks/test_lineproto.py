@@ -404,6 +404,20 @@ def test_drill_figures_that_are_missing_are_omitted() -> None:
     assert fields == {"user_requests": ("int", 0)}
 
 
+def test_incident_point() -> None:
+    figures = {**FIGURES, "index": 2, "endpoint": "primary", "duration_s": 4.5, "ongoing": False}
+    del figures["passed"]
+    m, tags, fields, ts = parse_line(lp.incident_line("r", figures, TS))
+    assert (m, ts) == ("llm_incident", TS)
+    assert tags == {"endpoint": "primary", "incident": "2", "run_id": "r"}
+    assert fields["duration_s"] == ("float", 4.5) and fields["ongoing"] == ("int", 0)
+    assert fields["detect_max_s"] == ("float", 2.25) and fields["user_errors"] == ("int", 3)
+    assert set(fields) == set(lp.INCIDENT_FIELDS)
+    assert_schema_types(m, tags, fields)
+    _, _, fields, _ = parse_line(lp.incident_line("r", {"index": 1, "endpoint": "e", "ongoing": True}, TS))
+    assert fields == {"user_requests": ("int", 0), "ongoing": ("int", 1)}
+
+
 def test_amplification_point() -> None:
     structured = make_record(completion_tokens=211, cost_usd=0.002, ttft_ms=60.0, e2e_ms=300.0, start_unix_ns=TS)
     plain = make_record(completion_tokens=100, cost_usd=None, ttft_ms=50.0, e2e_ms=150.0)
