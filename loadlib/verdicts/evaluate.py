@@ -32,13 +32,17 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadlib.histogram import Histogram
+from loadlib.metrics.confidence import DEFAULT_LEVEL
 from loadlib.metrics.stats import TOTAL_KEY, LLMStats
 from loadlib.metrics.summary import json_count, json_number, row_name
 from loadlib.metrics.summary_types import ThresholdResult
 from loadlib.verdicts.thresholds import METRICS, ROW_TAGS, UNITS, Metric, Threshold, braces
+
+if TYPE_CHECKING:
+    from loadlib.verdicts.relative import Baseline
 
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
@@ -81,10 +85,20 @@ def evaluate(
     summary: Mapping[str, Any],
     min_samples: int = 20,
     histograms: Histograms | None = None,
+    baseline: Baseline | None = None,
 ) -> list[ThresholdResult]:
     """One result per threshold, in order (keys: expression, metric, aggregate, tags, op, limit, unit, value,
-    passed, samples, reason, origin). `histograms` answers percentiles the summary rows do not hold."""
-    return [evaluate_one(t, summary, min_samples, histograms) for t in thresholds]
+    passed, samples, reason, origin). `histograms` answers percentiles the summary rows do not hold; `baseline`
+    the thresholds against a baseline (loadlib.verdicts.relative), which share one false-alarm budget."""
+    from loadlib.verdicts.relative import evaluate_relative, level_for
+
+    level = level_for(thresholds, DEFAULT_LEVEL)
+    return [
+        evaluate_relative(t, summary, baseline, level, min_samples, histograms)
+        if t.relative is not None
+        else evaluate_one(t, summary, min_samples, histograms)
+        for t in thresholds
+    ]
 
 
 def evaluate_one(
