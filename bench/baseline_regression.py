@@ -3,7 +3,9 @@
 (A/B) at the sample size the docs recommend.
 
 Every run is one headless Locust process (locustfiles/chat.py, --users users for --seconds seconds, about 2,000
-requests) against a mock with jitter: TTFT uniform 40 +/- 30 ms, 8 output tokens 3 +/- 2 ms apart. The slowed
+requests); the two runs of a pair go at the same time, so that the machine's load (other processes) weighs on both
+alike: the rule judges sampling error, not a machine that got busier between two runs. The target is a mock with
+jitter: TTFT uniform 40 +/- 30 ms, 8 output tokens 3 +/- 2 ms apart. The slowed
 mock makes every TTFT 10 % longer (44 +/- 33 ms). One mock process per setting for the whole bench, each with its
 own seed, so no two runs see the same draws. A/A: --aa pairs of two runs on the same mock; A/B: --ab pairs of one
 run on each. Each pair is compared with the command's defaults (TTFT, TTFO, TPOT, stream TPOT, E2E at p50, p95 and
@@ -16,6 +18,7 @@ the verdict, what regressed and whether a client was saturated; then the counts.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,33 +29,35 @@ from loadlib.mock import MockConfig, start_subprocess
 from loadlib.reports import compare_baseline
 from loadlib.verdicts.baseline import TOTAL_ROW
 from loadlib.verdicts.baseline_file import load_baseline
-from tests.integration.locust_runs import headless, load, locust_cmd, run
+from tests.integration.locust_runs import ROOT, env, headless, load, locust_cmd
 
 A = MockConfig(ttft_ms=40.0, ttft_jitter_ms=30.0, itl_ms=3.0, itl_jitter_ms=2.0, output_tokens=8)
 B = MockConfig(ttft_ms=44.0, ttft_jitter_ms=33.0, itl_ms=3.0, itl_jitter_ms=2.0, output_tokens=8)  # TTFT x 1.1
 
 
-def one_run(url: str, out: Path, users: int, seconds: int) -> dict:
-    """One headless Locust run; its summary (with histograms)."""
+def start_run(url: str, out: Path, users: int, seconds: int) -> subprocess.Popen[str]:
+    """One headless Locust process, started."""
     args = ("--host", url + "/v1", "--llm-api-key-env", "none", "--llm-summary", str(out), "--only-summary")
-    done = run(locust_cmd(*headless(users, seconds), *args), timeout=seconds + 120)
-    if not out.exists():
-        raise SystemExit(f"run failed, exit {done.returncode}: {done.stderr[-2000:]}")
-    return load(out)
+    cmd = locust_cmd(*headless(users, seconds), *args)
+    return subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def pair(label: str, urls: tuple[str, str], tmp: Path, users: int, seconds: int) -> tuple[bool, bool]:
-    """Two runs and their comparison: (any regression, TTFT p95 regressed)."""
+    """Both runs of a pair at once (the machine's load then weighs on both alike) and their comparison: (any
+    regression, TTFT p95 regressed)."""
     files = [tmp / f"{label.replace('/', '').replace(' ', '-')}-{side}.json" for side in ("base", "cand")]
-    saturated = []
-    for url, out in zip(urls, files, strict=True):
-        saturated.append(bool(one_run(url, out, users, seconds).get("client_saturated")))
+    procs = [start_run(url, out, users, seconds) for url, out in zip(urls, files, strict=True)]
+    for proc, out in zip(procs, files, strict=True):
+        _, err = proc.communicate(timeout=seconds + 120)
+        if not out.exists():
+            raise SystemExit(f"run failed, exit {proc.returncode}: {err[-2000:]}")
+    saturated = ["yes" if load(out).get("client_saturated") else "no" for out in files]
     base, cand = load_baseline([str(files[0])]), load_baseline([str(files[1])])
     table = compare_baseline.build(base.pooled, cand.pooled)
     n = [p[TOTAL_ROW]["ttft"].count for p in (base.pooled, cand.pooled)]
     regressed = [f"{x.metric} {x.percentile} x{x.change.ratio or 0:.3f}" for x in table.regressed]
     ttft95 = any(x.metric == "ttft" and x.percentile == "p95" for x in table.regressed)
-    sat = " client saturated: " + "/".join("yes" if s else "no" for s in saturated)
+    sat = " client saturated: " + "/".join(saturated)
     print(f"{label}: {n[0]:,} vs {n[1]:,} requests, {len(regressed)} of {table.judged} regressed {regressed}{sat}")
     return bool(regressed), ttft95
 
@@ -62,7 +67,7 @@ def main() -> None:
     p.add_argument("--aa", type=int, default=20, help="A/A pairs")
     p.add_argument("--ab", type=int, default=10, help="A/B pairs")
     p.add_argument("--seconds", type=int, default=11)
-    p.add_argument("--users", type=int, default=40)
+    p.add_argument("--users", type=int, default=20, help="users of each run (a pair's two runs go at once)")
     args = p.parse_args()
     with (
         start_subprocess(A, seed=101) as mock_a,

@@ -10,9 +10,10 @@ request's comment (docs/baseline.md)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from loadlib.histogram import Histogram
 from loadlib.metrics.summary import TOTAL_NAME, row_name
@@ -57,6 +58,7 @@ class Table:
     base_files: tuple[str, ...] = ()
     cand_files: tuple[str, ...] = ()
     unmatched: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def regressed(self) -> list[Line]:
@@ -110,6 +112,16 @@ def _name(key: tuple[str, str]) -> str:
     return TOTAL_NAME if key == TOTAL_ROW else row_name(*key)
 
 
+def saturated(summaries: Sequence[Mapping[str, Any]], files: Sequence[str]) -> list[str]:
+    """A note per summary whose client was saturated: its latencies include the load generator's own delays, so a
+    change may be the machine's, not the service's."""
+    return [
+        f"the client was saturated in {f}: its latencies include the load generator's delays (docs/baseline.md)"
+        for s, f in zip(summaries, files, strict=True)
+        if s.get("client_saturated")
+    ]
+
+
 # rendering
 
 
@@ -148,6 +160,7 @@ def text(t: Table, base_label: str, cand_label: str) -> str:
     out = [f"Baseline: {base_label}", f"Candidate: {cand_label}", method(t), ""]
     out += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     out += [f"not compared: {u}" for u in t.unmatched]
+    out += [f"note: {n}" for n in t.notes]
     return "\n".join([*out, "", f"Verdict: {headline(t)}"]) + "\n"
 
 
@@ -161,6 +174,7 @@ def markdown(t: Table, base_label: str, cand_label: str) -> str:
         out.append("| " + " | ".join(row) + " |")
     out += ["", method(t) + "."]
     out += [f"Not compared: {u}." for u in t.unmatched]
+    out += [f"Note: {n}." for n in t.notes]
     return "\n".join(out) + "\n"
 
 

@@ -68,6 +68,7 @@ def _against_baseline(args: argparse.Namespace) -> int:
         _share(args.tolerance, "--tolerance", 1.0),
         _share(args.false_alarm, "--false-alarm", 0.5, positive=True),
     )
+    table.notes.extend(baseline.saturated([*base.summaries, *cand.summaries], [*base.files, *cand.files]))
     labels = _label(base.files, base.pooled), _label(cand.files, cand.pooled)
     if args.markdown:
         Path(args.markdown).write_text(baseline.markdown(table, *labels), encoding="utf-8")
