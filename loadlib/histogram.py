@@ -136,13 +136,13 @@ class Histogram:
                 out[j] = min(max(_bucket_value(keys[k - 1]), self.min), self.max)
         return out
 
-    def rank_bounds(self, ranks: Sequence[int]) -> list[tuple[float, float]]:
-        """For each 1-based rank, the edges [low, high] of the bucket holding the rank-th smallest sample, clamped
-        into [min, max]: the sample lies between them (a percentile's confidence interval is built from these)."""
+    def ranked(self, ranks: Sequence[int]) -> list[float]:
+        """The rank-th smallest bucketed sample (1-based) for each rank, as percentiles report them: the bucket's
+        midpoint clamped into [min, max] (a percentile's confidence interval is read from these)."""
         for rank in ranks:
             if not 1 <= rank <= self.count:
                 raise ValueError(f"rank must be in 1..{self.count}, got {rank!r}")
-        out = [(self.min, self.max)] * len(ranks)
+        out = [self.min] * len(ranks)
         b = self._buckets
         keys = sorted(b)
         seen = 0
@@ -151,8 +151,7 @@ class Histogram:
             while seen < ranks[j]:
                 seen += b[keys[k]]
                 k += 1
-            low, high = _bucket_edges(keys[k - 1])
-            out[j] = (min(max(low, self.min), self.max), max(min(high, self.max), self.min))
+            out[j] = min(max(_bucket_value(keys[k - 1]), self.min), self.max)
         return out
 
     def occupied(self) -> list[tuple[float, int]]:
@@ -252,12 +251,3 @@ def _bucket_value(i: int) -> float:
     if exponent <= 0:
         return 0.0
     return math.ldexp(1.0 + ((i & (_SUB - 1)) + 0.5) / _SUB, exponent - 1023)
-
-
-def _bucket_edges(i: int) -> tuple[float, float]:
-    """[low, high) of bucket i; the zero bucket (zero and subnormals) is [0, smallest normal double)."""
-    exponent = i >> SUB_BUCKET_BITS
-    if exponent <= 0:
-        return 0.0, math.ldexp(1.0, -1022)
-    sub = i & (_SUB - 1)
-    return math.ldexp(1.0 + sub / _SUB, exponent - 1023), math.ldexp(1.0 + (sub + 1) / _SUB, exponent - 1023)

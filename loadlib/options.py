@@ -248,6 +248,21 @@ OPTIONS: tuple[Option, ...] = (
         "Per-request SLO for goodput, e.g. 'ttft <= 500ms, tpot <= 50ms': a request is good when it succeeded within "
         "every bound; the summary reports the good share per row and 'goodput >= 95%' can be a threshold.",
     ),
+    _o(
+        "--llm-confidence",
+        OUTPUT,
+        0.95,
+        "Level of the confidence interval beside every latency percentile (p95_ci...; docs/statistics.md), 0 < x < 1.",
+    ),
+    _o(
+        "--llm-threshold-ci",
+        OUTPUT,
+        False,
+        "Judge latency percentile thresholds by their confidence interval: pass only when the whole interval is on "
+        "the good side of the limit, fail only when it is on the bad side, else not judged (exit code 3) with about "
+        "how many more requests would decide it (docs/statistics.md).",
+        flag_only=True,
+    ),
     _o("--llm-junit", OUTPUT, "", "Write JUnit XML (one test case per threshold) to this file.", web_ui=False),
     _o(
         "--llm-markdown",

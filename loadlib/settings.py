@@ -111,6 +111,8 @@ class Options:
     llm_abort_delay: float
     llm_final_report_wait_s: float
     llm_request_slo: str
+    llm_confidence: float
+    llm_threshold_ci: bool
     llm_junit: str
     llm_markdown: str
     llm_report: str

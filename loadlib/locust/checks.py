@@ -49,6 +49,8 @@ def check_endpoint(options: Options, host: str, pooled: bool = False) -> tuple[T
     _at_least(options.llm_stop_on_fatal_s, 0, "--llm-stop-on-fatal-s")
     _at_least(options.arrival_rate, 0, "--arrival-rate")
     _at_least(options.llm_abort_delay, 0, "--llm-abort-delay")
+    if not 0.0 < float(options.llm_confidence) < 1.0:
+        raise ConfigError(f"--llm-confidence must be between 0 and 1 (e.g. 0.95), got {options.llm_confidence!r}")
     if options.arrival_process not in PROCESSES:
         raise ConfigError(f"--arrival-process must be one of {', '.join(PROCESSES)}, got {options.arrival_process!r}")
     return timeouts_of(options), limits_of(options)

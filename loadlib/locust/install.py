@@ -400,7 +400,9 @@ def _write_outputs(ctx: RunContext, summary: dict[str, Any]) -> tuple[list[str],
         problems.append(append_step_summary(ctx.redact(markdown_summary(summary))))
     problems.append(write_report(opts, summary, ctx.redact))
     if opts.llm_summary:
-        problem = write_summary(opts.llm_summary, with_histograms(summary, ctx.stats.stats), ctx.redact)
+        stats = getattr(getattr(ctx, "stats", None), "stats", None)  # the run's StatsPart: its histograms
+        kept = with_histograms(summary, stats) if stats is not None else summary
+        problem = write_summary(opts.llm_summary, kept, ctx.redact)
         problems.append(problem)
         notes += [] if problem else [f"loadlib: LLM summary written to {opts.llm_summary}"]
     return [p for p in problems if p], notes

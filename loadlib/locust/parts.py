@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from loadlib.locust.health import HealthSampler
+from loadlib.metrics.confidence import DEFAULT_LEVEL
 from loadlib.metrics.saturation import (
     MEASURED,
     STARTUP,
@@ -125,11 +126,13 @@ class StatsPart(MergedPart):
     def __init__(self) -> None:
         self.stats = LLMStats()
         self.slo: RequestSLO | None = None
+        self.confidence = DEFAULT_LEVEL  # of the percentiles' intervals (--llm-confidence)
         self.timeline: Timeline | None = None  # the web UI's charts, on the master or a local run
         super().__init__(self.stats)
 
     def start(self, ctx: Node) -> None:
         self.slo = parse_request_slo(ctx.options.llm_request_slo)
+        self.confidence = float(ctx.options.llm_confidence)
         if not ctx.is_worker and self.timeline is None:
             self.timeline = Timeline(ctx.user_count)
 
@@ -151,7 +154,7 @@ class StatsPart(MergedPart):
 
     def summarize(self, summary: Summary) -> None:
         text = self.slo.text if self.slo is not None else ""
-        summary.update(build_summary(self.stats, summary["duration_s"], None, summary["meta"], text))
+        summary.update(build_summary(self.stats, summary["duration_s"], None, summary["meta"], text, self.confidence))
 
     def lines(self, summary: dict[str, Any]) -> list[str]:
         return render_table(summary).split("\n")

@@ -10,6 +10,7 @@ from typing import Any
 
 from loadlib.errors import ConfigError
 from loadlib.locust.parts import Node, NodePart
+from loadlib.metrics.confidence import DEFAULT_LEVEL
 from loadlib.metrics.summary_types import Summary
 from loadlib.settings import Options
 from loadlib.verdicts import verdict as verdicts
@@ -73,12 +74,16 @@ class VerdictPart(NodePart):
         self.not_started: str | None = None
         self.histograms: Histograms | None = None  # percentiles the summary rows do not hold (p90, p99.9)
         self.baseline: Baseline | None = None  # --llm-baseline, for thresholds against it
+        self.confidence: float | None = None  # judge percentiles by their interval at this level (--llm-threshold-ci)
+        self.level = DEFAULT_LEVEL  # --llm-confidence: thresholds against the baseline share 1 - this
 
     def start(self, ctx: Node) -> None:
         self.aborted, self.interrupted, self.fatal = None, False, None
         if not ctx.is_worker:
             self.thresholds = thresholds_from_options(ctx.options, self.slos)
             self.baseline = baseline_from_options(ctx.options, self.thresholds)
+            self.level = float(ctx.options.llm_confidence)
+            self.confidence = self.level if ctx.options.llm_threshold_ci else None
             stats = getattr(getattr(ctx, "stats", None), "stats", None)  # the run context's StatsPart
             self.histograms = stats_histograms(stats) if stats is not None else None
 
@@ -88,7 +93,14 @@ class VerdictPart(NodePart):
         summary["fatal"] = self.fatal
         summary["not_started"] = self.not_started
         judged = [] if summary.get("capacity") else applicable(self.thresholds, summary)  # a search judges per step
-        results = evaluate(judged, summary, histograms=self.histograms, baseline=self.baseline)
+        results = evaluate(
+            judged,
+            summary,
+            histograms=self.histograms,
+            confidence=self.confidence,
+            baseline=self.baseline,
+            level=self.level,
+        )
         outcome = verdicts.verdict(results, summary)
         if results:
             summary["thresholds"] = results

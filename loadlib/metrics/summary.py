@@ -11,7 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from loadlib.histogram import Histogram
+from loadlib.histogram import RELATIVE_ERROR, Histogram
+from loadlib.metrics.confidence import DEFAULT_LEVEL, quantile_interval
 from loadlib.metrics.decode import decode_facts, tpot_gap_line
 from loadlib.metrics.modes import latency_modes, modes_line
 from loadlib.metrics.saturation import Verdict
@@ -41,14 +42,20 @@ def cache_hit_rate(cached: int, reported: int) -> float | None:
 
 
 def build_summary(
-    stats: LLMStats, duration_s: float, saturation: Verdict | None, meta: dict[str, Any], request_slo: str = ""
+    stats: LLMStats,
+    duration_s: float,
+    saturation: Verdict | None,
+    meta: dict[str, Any],
+    request_slo: str = "",
+    confidence: float = DEFAULT_LEVEL,
 ) -> Summary:
     """One row per (scenario, endpoint), sorted, plus the total row and the client-saturation verdict.
 
     Top level: meta, duration_s, rows, total, client_saturated (None: not checked), client (Verdict.to_dict or None).
     A row: name, scenario, endpoint, count, ok, cancelled (hedge losers, not errors), cut_off (still running at the end,
     not errors), errors_total, error_rate, errors {class: n}, latency_ms {ttft, ttfo, e2e, tpot, stream_tpot,
-    stream_tail, itl: count/mean/p50/p95/p99/max; first_event, ttfb: count/mean/p50/p95},
+    stream_tail, itl: count/mean/p50/p95/p99/max; first_event, ttfb: count/mean/p50/p95; each percentile with its
+    confidence interval at `confidence`, p50_ci/p95_ci/p99_ci (loadlib.metrics.confidence)},
     decode {tokens_per_event, tail_per_token_ms} (loadlib.metrics.decode), requests_per_s, ok_per_s,
     output_tokens_per_s (completion tokens of every attempt / duration_s), decode_tokens_per_s {p10, p50, p90},
     prompt/completion/cached_prompt token totals, cost_usd (None when nothing was priced), cost_per_1k_requests
@@ -57,8 +64,8 @@ def build_summary(
     last_end_unix_ns, and with a per-request SLO (`request_slo`, its text)
     good_requests and goodput (their share of all attempts), else None.
     """
-    rows = [_row(stats.entries[key], duration_s) for key in sorted(stats.entries)]
-    total = _row(stats.total, duration_s, name=TOTAL_NAME)
+    rows = [_row(stats.entries[key], duration_s, confidence) for key in sorted(stats.entries)]
+    total = _row(stats.total, duration_s, confidence, name=TOTAL_NAME)
     for row, e in zip([*rows, total], [*(stats.entries[k] for k in sorted(stats.entries)), stats.total], strict=True):
         row["good_requests"] = e.good if request_slo else None
         row["goodput"] = _r(e.good / e.requests, 6) if request_slo and e.requests else None
@@ -70,6 +77,16 @@ def build_summary(
         "total": total,
         "client_saturated": saturation.saturated if saturation is not None else None,
         "client": saturation.to_dict() if saturation is not None else None,
+        "confidence": confidence_block(confidence),
+    }
+
+
+def confidence_block(level: float) -> dict[str, Any]:
+    """The summary's `confidence`: how every p50_ci/p95_ci/p99_ci was computed (docs/statistics.md)."""
+    return {
+        "level": level,
+        "method": "exact binomial ranks of order statistics, read from the merged histogram as bucket edges",
+        "bucket_relative_width": round(2 * RELATIVE_ERROR, 6),
     }
 
 
@@ -95,13 +112,13 @@ def row_name(scenario: Any, endpoint: Any) -> str:
     return f"{scenario} @ {endpoint}"
 
 
-def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> Row:
+def _row(e: LLMStatsEntry, duration_s: float, confidence: float, name: str | None = None) -> Row:
     per_s = 1.0 / duration_s if duration_s > 0 else None
     latency: dict[str, Any] = {}
     for key, attr in _MAIN_LATENCIES:
-        latency[key] = _dist(getattr(e, attr), (50, 95, 99), with_max=True)
+        latency[key] = _dist(getattr(e, attr), (50, 95, 99), with_max=True, confidence=confidence)
     for key, attr in _SIDE_LATENCIES:
-        latency[key] = _dist(getattr(e, attr), (50, 95))
+        latency[key] = _dist(getattr(e, attr), (50, 95), confidence=confidence)
     cost = e.cost_usd if e.priced else None
     return {
         "name": name or row_name(e.scenario, e.endpoint),
@@ -140,10 +157,14 @@ def _row(e: LLMStatsEntry, duration_s: float, name: str | None = None) -> Row:
     }
 
 
-def _dist(h: Histogram, ps: Sequence[int], with_max: bool = False) -> Distribution:
+def _dist(h: Histogram, ps: Sequence[int], with_max: bool = False, confidence: float | None = None) -> Distribution:
+    """count, mean, the percentiles `ps` (with their intervals when `confidence` is given) and perhaps max."""
     d: dict[str, Any] = {"count": h.count, "mean": _r(h.mean)}
     for p, v in zip(ps, h.percentiles(ps), strict=True):
         d[f"p{p}"] = _r(v)
+        if confidence is not None:
+            interval = quantile_interval(h, p, confidence)
+            d[f"p{p}_ci"] = interval.as_list() if interval else None
     if with_max:
         d["max"] = _r(h.max) if h.count else None
     return cast(Distribution, d)  # the keys `ps` names, which a TypedDict cannot spell out
@@ -216,6 +237,9 @@ def render_table(summary: Mapping[str, Any]) -> str:
     if summary.get("duration_s") is not None:
         title += f" ({number_text(summary['duration_s'])} s)"
     legend = "; latencies in ms (stream: TPOT from the events alone; tail: last token to stream end)"
+    level = (summary.get("confidence") or {}).get("level")
+    if level is not None:
+        legend += f"; [low–high]: {level * 100:g} % confidence interval (docs/statistics.md)"
     out = [title + legend, line(header)]
     out += [line(c) for c in cells]
     if total_cells:
@@ -263,15 +287,18 @@ def _cells(r: dict[str, Any]) -> list[str]:
     def p(metric: str, q: str) -> str:
         return number_text((lat.get(metric) or {}).get(q))
 
+    def ci(metric: str, q: str) -> str:
+        return with_interval(lat.get(metric) or {}, q)
+
     return [
         str(r.get("name") or "-"),
         _int(r.get("count")),
         _int(r.get("errors_total")),
         p("ttft", "p50"),
-        p("ttft", "p95"),
+        ci("ttft", "p95"),
         p("ttft", "p99"),
         p("e2e", "p50"),
-        p("e2e", "p95"),
+        ci("e2e", "p95"),
         p("e2e", "p99"),
         p("tpot", "p50"),
         p("stream_tpot", "p50"),
@@ -326,6 +353,22 @@ def client_line(client: dict[str, Any] | None) -> str:
     lag = number_text(client.get("loop_lag_p99_ms"))
     line = f"client OK: loop lag p99 {lag} ms, CPU p90 {number_text(client.get('cpu_p90_percent'))} %"
     return "\n".join([line, *(f"client warning: {w}" for w in client.get("warnings") or ())])
+
+
+def interval_text(ci: Sequence[float | None] | None) -> str:
+    """`[172–191]`: a percentile's confidence interval as the console, the report and the web UI show it; `?` for a
+    side the samples cannot bound, "" without an interval."""
+    if not ci:
+        return ""
+    low, high = ci
+    return f"[{'?' if low is None else number_text(low)}–{'?' if high is None else number_text(high)}]"
+
+
+def with_interval(block: Mapping[str, Any], q: str) -> str:
+    """`180 [172–191]`: a distribution's percentile `q` ("p95") with its interval, when the summary has one."""
+    text = number_text(block.get(q))
+    ci = interval_text(block.get(f"{q}_ci"))
+    return f"{text} {ci}" if ci and text != "-" else text
 
 
 def number_text(v: float | None) -> str:

@@ -19,6 +19,9 @@ class Distribution(TypedDict, total=False):
     p90: float | None
     p95: float | None
     p99: float | None
+    p50_ci: list[float | None] | None
+    p95_ci: list[float | None] | None
+    p99_ci: list[float | None] | None
     max: float | None
 
 
@@ -75,6 +78,8 @@ class ThresholdResult(TypedDict, total=False):
     samples: Required[int]
     reason: Required[str]
     origin: str
+    interval: list[float | None] | None
+    more_requests: int | None
 
 
 class Outcome(TypedDict):
@@ -94,6 +99,7 @@ class Summary(TypedDict, total=False):
     total: Required[Row]
     client_saturated: Required[bool | None]
     client: Required[dict[str, Any] | None]
+    confidence: dict[str, Any]
     request_slo: str | None
     clients: dict[str, Any]
     sink: dict[str, Any] | None

@@ -23,6 +23,11 @@ percentile on average (p50: 10, p95: 100, p99: 500, p99.9: 5,000), so a tail per
 Totals (`errors`, `requests`, `cost_usd`) are exact counts and need none. A latency's samples are its histogram
 count (successful requests; inter-token gaps for ITL), a share's the checked outputs or repeat pairs, anything
 else's the requests.
+
+By the interval (`confidence`, --llm-threshold-ci; docs/statistics.md): a latency percentile compared with `<`,
+`<=`, `>` or `>=` passes only when its whole confidence interval is on the good side of the limit and fails only
+when it is on the bad side; otherwise it is not judged (None), with about how many more requests would decide it.
+The interval comes from the row's merged histogram when there is one, else from the summary's `pXX_ci`.
 """
 
 from __future__ import annotations
@@ -30,12 +35,17 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from loadlib.histogram import Histogram
-from loadlib.metrics.confidence import DEFAULT_LEVEL
+from loadlib.metrics.confidence import (
+    DEFAULT_LEVEL,
+    more_requests_needed,
+    quantile_interval,
+    requests_needed_from_interval,
+)
 from loadlib.metrics.stats import TOTAL_KEY, LLMStats
 from loadlib.metrics.summary import json_count, json_number, row_name
 from loadlib.metrics.summary_types import ThresholdResult
@@ -78,6 +88,8 @@ class _Measure:
     samples: int
     blocked: str = ""
     note: str = ""
+    interval: list[float | None] | None = None  # a percentile's confidence interval, when judged by it
+    more: int | None = None  # about how many more requests would decide it (set when the interval could not)
 
 
 def evaluate(
@@ -85,24 +97,32 @@ def evaluate(
     summary: Mapping[str, Any],
     min_samples: int = 20,
     histograms: Histograms | None = None,
+    confidence: float | None = None,
     baseline: Baseline | None = None,
+    level: float = DEFAULT_LEVEL,
 ) -> list[ThresholdResult]:
     """One result per threshold, in order (keys: expression, metric, aggregate, tags, op, limit, unit, value,
-    passed, samples, reason, origin). `histograms` answers percentiles the summary rows do not hold; `baseline`
-    the thresholds against a baseline (loadlib.verdicts.relative), which share one false-alarm budget."""
+    passed, samples, reason, origin; interval and more_requests when judged by the interval). `histograms` answers
+    percentiles the summary rows do not hold; `confidence` judges latency percentiles by their interval; `baseline`
+    the thresholds against a baseline (loadlib.verdicts.relative), which share the false-alarm budget 1 - `level`
+    (--llm-confidence), strictly (pass only within the margin) with `confidence`."""
     from loadlib.verdicts.relative import evaluate_relative, level_for
 
-    level = level_for(thresholds, DEFAULT_LEVEL)
+    shared = level_for(thresholds, level)
     return [
-        evaluate_relative(t, summary, baseline, level, min_samples, histograms)
+        evaluate_relative(t, summary, baseline, shared, min_samples, histograms, strict=confidence is not None)
         if t.relative is not None
-        else evaluate_one(t, summary, min_samples, histograms)
+        else evaluate_one(t, summary, min_samples, histograms, confidence)
         for t in thresholds
     ]
 
 
 def evaluate_one(
-    t: Threshold, summary: Mapping[str, Any], min_samples: int = 20, histograms: Histograms | None = None
+    t: Threshold,
+    summary: Mapping[str, Any],
+    min_samples: int = 20,
+    histograms: Histograms | None = None,
+    confidence: float | None = None,
 ) -> ThresholdResult:
     metric = METRICS[t.metric]
     if metric.source == "compliance":
@@ -110,10 +130,12 @@ def evaluate_one(
     rows = _select(t, summary)
     if isinstance(rows, str):
         return _result(t, _Measure(None, 0), None, rows)
+    by_interval = confidence if t.op != "==" else None
     if metric.source == "latency" and len(rows) > 1 and _percentile(t.aggregate) is not None:
-        return _worst(t, metric, rows, min_samples, histograms)
+        return _worst(t, metric, rows, min_samples, histograms, by_interval)
     if metric.source == "latency" and len(rows) == 1 and _percentile(t.aggregate) is not None:
-        return _judge(t, _row_percentile(rows[0], metric, t.aggregate or "", histograms), min_samples)
+        m = _row_percentile(t, rows[0], metric, histograms, by_interval)
+        return _judge(t, m, min_samples, by_interval)
     if metric.source == "latency":
         return _judge(t, _merged_latency(metric, t.aggregate or "", rows), min_samples)
     return _judge(t, _summed(t, metric, rows), min_samples)
@@ -212,27 +234,56 @@ def _merged_latency(metric: Metric, aggregate: str, rows: list[dict[str, Any]]) 
     return _Measure(mean, samples, note=f", count-weighted over {len(rows)} matching rows")
 
 
-def _row_percentile(row: dict[str, Any], metric: Metric, aggregate: str, histograms: Histograms | None) -> _Measure:
-    """A percentile of one row: as the summary holds it, else from the row's merged histogram."""
+def _row_percentile(
+    t: Threshold, row: dict[str, Any], metric: Metric, histograms: Histograms | None, confidence: float | None
+) -> _Measure:
+    """A percentile of one row: as the summary holds it, else from the row's merged histogram; with `confidence`,
+    its interval too (from the histogram when there is one, else the summary's `pXX_ci`)."""
+    aggregate = t.aggregate or ""
     block = _latency_block(row, metric)
-    if aggregate in block:
-        return _Measure(json_number(block.get(aggregate)), json_count(block.get("count")))
     h = histograms(str(row.get("scenario", "")), str(row.get("endpoint", "")), metric.name) if histograms else None
-    if h is None:
+    if aggregate in block:
+        m = _Measure(json_number(block.get(aggregate)), json_count(block.get("count")))
+    elif h is None:
         why = f"the summary holds no {aggregate} of {metric.name} and this evaluation has no histograms to read it from"
         return _Measure(None, json_count(block.get("count")), blocked=why)
-    value = h.percentile(float(aggregate[1:]))
-    return _Measure(None if value is None else round(value, 3), h.count, note=", from the histogram")
+    else:
+        value = h.percentile(float(aggregate[1:]))
+        m = _Measure(None if value is None else round(value, 3), h.count, note=", from the histogram")
+    return m if confidence is None else _with_interval(t, m, block, h, confidence)
+
+
+def _with_interval(
+    t: Threshold, m: _Measure, block: dict[str, Any], h: Histogram | None, confidence: float
+) -> _Measure:
+    """The measure with its interval and, when that holds the limit, the estimate of the requests still needed."""
+    p = float((t.aggregate or "p")[1:])
+    found = quantile_interval(h, p, confidence) if h is not None and h.count else None
+    interval = found.as_list() if found else block.get(f"{t.aggregate}_ci")
+    if not isinstance(interval, list) or len(interval) != 2:
+        return replace(m, blocked=f"the summary holds no confidence interval of {_label(t)} to judge it by")
+    more = None
+    if _interval_verdict(t, interval) is None:
+        if h is not None and h.count:
+            more = more_requests_needed(h, p, t.limit, confidence)
+        else:
+            more = requests_needed_from_interval(m.samples, m.value, interval, t.limit)
+    return replace(m, interval=interval, more=more)
 
 
 def _worst(
-    t: Threshold, metric: Metric, rows: list[dict[str, Any]], min_samples: int, histograms: Histograms | None
+    t: Threshold,
+    metric: Metric,
+    rows: list[dict[str, Any]],
+    min_samples: int,
+    histograms: Histograms | None,
+    confidence: float | None,
 ) -> ThresholdResult:
     """Judge each row's percentile on its own and report the one that decides (module docstring)."""
     judged = []
     for row in rows:
-        m = _row_percentile(row, metric, t.aggregate or "", histograms)
-        judged.append((_row_name(row), m, *_verdict(t, m, min_samples)))
+        m = _row_percentile(t, row, metric, histograms, confidence)
+        judged.append((_row_name(row), m, *_verdict(t, m, min_samples, confidence)))
     failing = [j for j in judged if j[2] is False]
     undecided = [j for j in judged if j[2] is None]
     if failing or not undecided:
@@ -255,11 +306,11 @@ def _badness(t: Threshold, value: float | None) -> float:
 # judging and wording
 
 
-def _judge(t: Threshold, m: _Measure, min_samples: int) -> ThresholdResult:
-    return _result(t, m, *_verdict(t, m, min_samples))
+def _judge(t: Threshold, m: _Measure, min_samples: int, confidence: float | None = None) -> ThresholdResult:
+    return _result(t, m, *_verdict(t, m, min_samples, confidence))
 
 
-def _verdict(t: Threshold, m: _Measure, min_samples: int) -> tuple[bool | None, str]:
+def _verdict(t: Threshold, m: _Measure, min_samples: int, confidence: float | None = None) -> tuple[bool | None, str]:
     """Passed (None: cannot say) and the one-line reason."""
     metric = METRICS[t.metric]
     if m.blocked:
@@ -272,8 +323,36 @@ def _verdict(t: Threshold, m: _Measure, min_samples: int) -> tuple[bool | None, 
         return None, f"only {m.samples:,} {metric.noun} for {_label(t)}: at least {needed:,} needed{why}"
     if m.value is None:
         return None, f"the summary has no value for {_label(t)}"
+    if confidence is not None and m.interval is not None:
+        return _by_interval(t, m, confidence)
     passed = _COMPARE[t.op](m.value, t.limit)
     return passed, _describe(t, m)
+
+
+def _interval_verdict(t: Threshold, interval: Sequence[float | None]) -> bool | None:
+    """True when the whole interval meets the limit, False when none of it does, None when it holds the limit (or
+    the side that would decide is unbounded)."""
+    low, high = interval
+    good, bad = (high, low) if t.op in ("<", "<=") else (low, high)
+    if good is not None and _COMPARE[t.op](good, t.limit):
+        return True
+    if bad is not None and not _COMPARE[t.op](bad, t.limit):
+        return False
+    return None
+
+
+def _by_interval(t: Threshold, m: _Measure, confidence: float) -> tuple[bool | None, str]:
+    """e.g. 'ttft p95 = 180 ms [172–191] < 200 ms (...)', or 'not judged: ...; about 1,200 more requests needed'."""
+    interval = m.interval or [None, None]
+    passed = _interval_verdict(t, interval)
+    shown = "–".join("?" if v is None else _show(t, v).rsplit(" ", 1)[0] for v in interval)
+    level = f"{confidence * 100:g} % interval [{shown}]"
+    if passed is not None:
+        return passed, f"{_describe(t, m)}; its {level} is {'within' if passed else 'beyond'} the limit"
+    more = f"about {m.more:,} more requests needed" if m.more else "too few requests to say how many more would do"
+    if m.more is None and m.value is not None and m.samples and m.interval and None not in m.interval:
+        more = "no number of requests would: the percentile sits on the limit"
+    return None, f"not judged: {_label(t)} = {_show(t, m.value or 0.0)}, its {level} holds {_show(t, t.limit)}; {more}"
 
 
 def required_samples(t: Threshold, min_samples: int) -> int:
@@ -320,7 +399,7 @@ def _row_name(row: dict[str, Any]) -> str:
 
 
 def _result(t: Threshold, m: _Measure, passed: bool | None, reason: str) -> ThresholdResult:
-    return {
+    result: ThresholdResult = {
         "expression": t.expression,
         "metric": t.metric,
         "aggregate": t.aggregate,
@@ -334,3 +413,7 @@ def _result(t: Threshold, m: _Measure, passed: bool | None, reason: str) -> Thre
         "reason": reason,
         "origin": t.origin,
     }
+    if m.interval is not None:
+        result["interval"] = m.interval
+        result["more_requests"] = m.more if passed is None else None
+    return result

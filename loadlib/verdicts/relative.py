@@ -58,13 +58,14 @@ def evaluate_relative(
     level: float,
     min_samples: int = 20,
     histograms: Histograms | None = None,
+    strict: bool = False,
 ) -> ThresholdResult:
-    """One baseline threshold against the run (module docstring: the rule)."""
+    """One baseline threshold against the run (module docstring: the rule; `strict`: --llm-threshold-ci)."""
     if baseline is None:
         why = "a threshold against the baseline needs --llm-baseline SUMMARY.json"
         return _result(t, _Measure(None, 0), None, why)
     if by_interval(t):
-        return _by_interval(t, summary, baseline, level, min_samples, histograms)
+        return _by_interval(t, summary, baseline, level, min_samples, histograms, strict)
     return _by_value(t, summary, baseline, min_samples, histograms)
 
 
@@ -91,11 +92,12 @@ def _by_interval(
     level: float,
     min_samples: int,
     histograms: Histograms | None,
+    strict: bool,
 ) -> ThresholdResult:
     rows = _select(t, summary)
     if isinstance(rows, str):
         return _result(t, _Measure(None, 0), None, rows)
-    judged = [_judge_row(t, row, summary, baseline, level, min_samples, histograms) for row in rows]
+    judged = [_judge_row(t, row, summary, baseline, (level, strict), min_samples, histograms) for row in rows]
     failed = [j for j in judged if j[0] is False]
     open_ = [j for j in judged if j[0] is None]
     passed, measure, reason, limit = (failed or open_ or [max(judged, key=lambda j: j[1].value or 0.0)])[0]
@@ -111,7 +113,7 @@ def _judge_row(
     row: dict[str, Any],
     summary: Mapping[str, Any],
     baseline: Baseline,
-    level: float,
+    how: tuple[float, bool],
     min_samples: int,
     histograms: Histograms | None,
 ) -> tuple[bool | None, _Measure, str, float]:
@@ -130,24 +132,28 @@ def _judge_row(
         n = f"{cand.count:,} requests here, {base.count:,} in the baseline"
         why = f"{n} for {_what(t)} at {where}: at least {needed:,} each needed"
         return None, _Measure(None, cand.count), why, t.limit
-    change = compare(base, cand, float((t.aggregate or "p")[1:]), level)
-    return _decide(t, change, cand.count, base.count)
+    change = compare(base, cand, float((t.aggregate or "p")[1:]), how[0])
+    return _decide(t, change, (cand.count, base.count), how[1])
 
 
-def _decide(t: Threshold, c: Change, n: int, n_base: int) -> tuple[bool | None, _Measure, str, float]:
+def _decide(t: Threshold, c: Change, counts: tuple[int, int], strict: bool) -> tuple[bool | None, _Measure, str, float]:
+    """Fail beyond the margin; pass otherwise, or with `strict` only wholly within it (else not judged)."""
     assert t.relative is not None
+    n, n_base = counts
     bound = 1.0 + t.relative
     m = _Measure(c.cand, n)
     if c.verdict == NOT_JUDGED or c.low is None or c.high is None or c.base is None or c.cand is None:
         return None, m, f"{_what(t)}: {c.why}", t.limit
     lower = t.op in ("<", "<=")
     failed = c.low > bound if lower else c.high < bound
-    rel = ("above" if lower else "below") if failed else ("not wholly above" if lower else "not wholly below")
+    within = c.high < bound if lower else c.low > bound
+    rel = ("above" if lower else "below") if failed else ("within" if within else "across")
     reason = (
         f"{_what(t)} = {_show(t, c.cand)} against the baseline's {_show(t, c.base)}: x{c.ratio or 0:.3f} "
         f"[{c.low:.3f}-{c.high:.3f}] at {c.level:.4g}, {rel} x{bound:.3f} ({n:,} vs {n_base:,} requests)"
     )
-    return not failed, m, reason, c.base * bound
+    passed = False if failed else (True if within or not strict else None)
+    return passed, m, reason + ("" if passed is not None else ": not judged (--llm-threshold-ci)"), c.base * bound
 
 
 def _histogram(

@@ -66,17 +66,26 @@ def ok_verdict() -> Verdict:
     return saturation_verdict(lag, [20.0, 40.0, 30.0])
 
 
-GOLDEN = """\
-LLM summary of run demo-1 (10.0 s); latencies in ms (stream: TPOT from the events alone; tail: last token to stream end)
-name              reqs  errs  TTFT p50   p95   p99  E2E p50    p95    p99  TPOT p50  stream  tail  tok/s  cost $
-chat @ mock          5     1       200   400   400     1101   1300   1300       9.1     9.0   9.0   40.0  0.0040
-summarise @ mock     1     0      2000  2000  2000    12000  12000  12000         -       -     -   50.0       -
-----------------------------------------------------------------------------------------------------------------
-Aggregated           6     1       300  2000  2000     1201  12000  12000       9.1     9.0   9.0   90.0  0.0040
-errors by class, chat @ mock: rate_limited 1
-cost excludes 1 request of models missing from the price table
-open loop, summarise @ mock: schedule lag p50 12.5 p99 12.5 ms; E2E from intended send p50/p95/p99 12012/12012/12012 ms
-client OK: loop lag p99 3.0 ms, CPU p90 40.0 %"""
+GOLDEN = "\n".join(
+    [
+        "LLM summary of run demo-1 (10.0 s); latencies in ms (stream: TPOT from the events alone;"
+        " tail: last token to stream end); [low–high]: 95 % confidence interval (docs/statistics.md)",
+        "name              reqs  errs  TTFT p50            p95   p99  E2E p50              p95   "
+        " p99  TPOT p50  stream  tail  tok/s  cost $",
+        "chat @ mock          5     1       200    400 [300–?]   400     1101    1300 [1201–?]  "
+        " 1300       9.1     9.0   9.0   40.0  0.0040",
+        "summarise @ mock     1     0      2000  2000 [2000–?]  2000    12000  12000 [12000–?] "
+        " 12000         -       -     -   50.0       -",
+        "-" * 131,
+        "Aggregated           6     1       300   2000 [400–?]  2000     1201   12000 [1301–?] "
+        " 12000       9.1     9.0   9.0   90.0  0.0040",
+        "errors by class, chat @ mock: rate_limited 1",
+        "cost excludes 1 request of models missing from the price table",
+        "open loop, summarise @ mock: schedule lag p50 12.5 p99 12.5 ms; E2E from intended send"
+        " p50/p95/p99 12012/12012/12012 ms",
+        "client OK: loop lag p99 3.0 ms, CPU p90 40.0 %",
+    ]
+)
 
 
 def test_golden_table() -> None:
@@ -156,7 +165,12 @@ def test_number_formats() -> None:
     s.add(rec(endpoint="b", ttft_ms=0.04, e2e_ms=123456.0, cost_usd=0.00001234, completion_tokens=1))
     a, b = (cells(line) for line in render_table(build_summary(s, 1.0, None, {})).splitlines()[2:4])
     assert a[0] == "chat @ b" and b[0] == "chat @ mock"
-    assert b[3:7] == ["12.3", "12.3", "12.3", "99.9"]  # one decimal below 100 ms
+    assert b[3:7] == [
+        "12.3",
+        "12.3 [12.3–?]",
+        "12.3",
+        "99.9",
+    ]  # one decimal below 100 ms; one sample: p95 unbounded above
     assert b[-1] == "12.50"
     assert a[3] == "0.0"
     assert a[6] == "123456"  # whole ms above 100
