@@ -2,17 +2,17 @@
 `python -m loadlib compare --baseline` calls a regression between like runs (A/A) and finds a 10 % TTFT slowdown
 (A/B) at the sample size the docs recommend.
 
-Every run is one headless Locust process (locustfiles/chat.py, --users users for --seconds seconds, about 2,000
-requests); the two runs of a pair go at the same time, so that the machine's load (other processes) weighs on both
-alike: the rule judges sampling error, not a machine that got busier between two runs. The target is a mock with
-jitter: TTFT uniform 40 +/- 30 ms, 8 output tokens 3 +/- 2 ms apart. The slowed
-mock makes every TTFT 10 % longer (44 +/- 33 ms). One mock process per setting for the whole bench, each with its
-own seed, so no two runs see the same draws. A/A: --aa pairs of two runs on the same mock; A/B: --ab pairs of one
-run on each. Each pair is compared with the command's defaults (TTFT, TTFO, TPOT, stream TPOT, E2E at p50, p95 and
-p99; a 5 % false-alarm budget shared by the comparisons, no tolerance). Prints per pair the requests of each side,
-the verdict, what regressed and whether a client was saturated; then the counts.
+Every run is one headless Locust process (locustfiles/chat.py, --users users for --seconds seconds: 2,000 or more
+requests on a busy 2-core machine, the size docs/baseline.md recommends). The two runs of a pair go at the same
+time, so that the machine's other load weighs on both alike: the rule judges sampling error, not a machine that got
+busier between two runs. The target is a mock with jitter: TTFT uniform 40 +/- 30 ms, 8 output tokens 3 +/- 2 ms
+apart; the slowed mock makes every TTFT 10 % longer (44 +/- 33 ms). One mock process per setting for the whole
+bench, each with its own seed, so no two runs see the same draws. A/A: --aa pairs of two runs on the same mock; A/B:
+--ab pairs of one run on each. Each pair is compared with the command's defaults (TTFT, TTFO, TPOT, stream TPOT, E2E
+at p50, p95 and p99; a 5 % false-alarm budget shared by the comparisons, no tolerance). Prints per pair the
+requests of each side, what regressed and whether a client was saturated; then the counts.
 
-    /work/venv/bin/python bench/baseline_regression.py [--aa 20] [--ab 10] [--seconds 11] [--users 40]
+    /work/venv/bin/python bench/baseline_regression.py [--aa 20] [--ab 10] [--seconds 30] [--users 20]
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ def start_run(url: str, out: Path, users: int, seconds: int) -> subprocess.Popen
     return subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def pair(label: str, urls: tuple[str, str], tmp: Path, users: int, seconds: int) -> tuple[bool, bool]:
+def pair(label: str, urls: tuple[str, str], tmp: Path, users: int, seconds: int) -> tuple[bool, bool, int]:
     """Both runs of a pair at once (the machine's load then weighs on both alike) and their comparison: (any
-    regression, TTFT p95 regressed)."""
+    regression, TTFT p95 regressed, the smaller side's TTFT samples)."""
     files = [tmp / f"{label.replace('/', '').replace(' ', '-')}-{side}.json" for side in ("base", "cand")]
     procs = [start_run(url, out, users, seconds) for url, out in zip(urls, files, strict=True)]
     for proc, out in zip(procs, files, strict=True):
@@ -59,15 +59,15 @@ def pair(label: str, urls: tuple[str, str], tmp: Path, users: int, seconds: int)
     ttft95 = any(x.metric == "ttft" and x.percentile == "p95" for x in table.regressed)
     sat = " client saturated: " + "/".join(saturated)
     print(f"{label}: {n[0]:,} vs {n[1]:,} requests, {len(regressed)} of {table.judged} regressed {regressed}{sat}")
-    return bool(regressed), ttft95
+    return bool(regressed), ttft95, min(n)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--aa", type=int, default=20, help="A/A pairs")
     p.add_argument("--ab", type=int, default=10, help="A/B pairs")
-    p.add_argument("--seconds", type=int, default=11)
-    p.add_argument("--users", type=int, default=20, help="users of each run (a pair's two runs go at once)")
+    p.add_argument("--seconds", type=int, default=30, help="of each run: at least the docs' 2,000 requests a side")
+    p.add_argument("--users", type=int, default=20, help="of each run (a pair's two runs go at once)")
     args = p.parse_args()
     with (
         start_subprocess(A, seed=101) as mock_a,
@@ -77,10 +77,12 @@ def main() -> None:
         runs = (args.users, args.seconds)
         aa = [pair(f"A/A {i + 1}", (mock_a.url, mock_a.url), Path(tmp), *runs) for i in range(args.aa)]
         ab = [pair(f"A/B {i + 1}", (mock_a.url, mock_b.url), Path(tmp), *runs) for i in range(args.ab)]
-    print(f"A/A: {sum(r for r, _ in aa)} of {len(aa)} pairs reported a regression (acceptance: at most 1)")
+    fewest = min(n for *_, n in aa + ab) if aa + ab else 0
+    print(f"fewest successful requests on a side: {fewest:,} (docs/baseline.md recommends at least 2,000)")
+    print(f"A/A: {sum(r for r, *_ in aa)} of {len(aa)} pairs reported a regression (acceptance: at most 1)")
     print(
-        f"A/B: {sum(r for r, _ in ab)} of {len(ab)} pairs reported a regression, TTFT p95 among them in "
-        f"{sum(t for _, t in ab)} (acceptance: at least 9)"
+        f"A/B: {sum(r for r, *_ in ab)} of {len(ab)} pairs reported a regression, TTFT p95 among them in "
+        f"{sum(t for _, t, _ in ab)} (acceptance: at least 9)"
     )
 
 
