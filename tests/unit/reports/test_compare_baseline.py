@@ -72,3 +72,10 @@ def test_bad_input_is_one_line_and_exit_2(
     assert compare_main(argv) == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1, err
+
+
+def test_a_saturated_client_is_noted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    busy = {**summary(2000, DRAWS, 6), "client_saturated": True}
+    path = write(tmp_path / "busy.json", busy)
+    assert compare_main(["--baseline", write(tmp_path / "a.json", summary(2000, DRAWS, 1)), path]) == 0
+    assert f"note: the client was saturated in {path}" in capsys.readouterr().out
