@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from loadlib.errors import ConfigError
 from loadlib.histogram import Histogram
+from loadlib.locust.verdict_part import baseline_from_options, thresholds_from_options
+from loadlib.settings import Options, resolve
 from loadlib.verdicts.baseline import (
     IMPROVED,
     NOT_JUDGED,
@@ -135,3 +138,18 @@ def test_baseline_files_are_checked_in_one_line(tmp_path: Path) -> None:
         load_baseline([write(tmp_path / "list.json", [])])  # type: ignore[arg-type]
     pooled = load_baseline([write(tmp_path / f"{i}.json", summary(10, {"ttft": lognormal(50)}, i)) for i in (1, 2)])
     assert pooled.pooled[("", "")]["ttft"].count == 20 and len(pooled.files) == 2
+
+
+def _options(threshold: str, baseline: str) -> Options:
+    return resolve(SimpleNamespace(llm_threshold=threshold, llm_thresholds_file="", llm_baseline=baseline))
+
+
+def test_the_run_checks_its_baseline_before_any_load(tmp_path: Path) -> None:
+    """What the master runs at start-up (a ConfigError there is one line and exit 2, before any request)."""
+    with pytest.raises(ConfigError, match=r"add --llm-baseline SUMMARY\.json"):
+        thresholds_from_options(_options("ttft p95 < baseline + 10%", ""))
+    with pytest.raises(ConfigError, match=r"missing\.json: file not found"):
+        thresholds_from_options(_options("ttft p95 < baseline", str(tmp_path / "missing.json")))
+    good = write(tmp_path / "base.json", summary(10, {"ttft": lognormal(50)}, 1))
+    assert [t.relative for t in thresholds_from_options(_options("ttft p95 < baseline", good))] == [0.0]
+    assert baseline_from_options(_options("", f"{good}; {good}"), []).pooled[("", "")]["ttft"].count == 20  # type: ignore[union-attr]
