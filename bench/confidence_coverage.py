@@ -8,7 +8,10 @@ the share of runs whose interval contains the true percentile (with its binomial
 the ranks promise for a continuous distribution, the mean width relative to the true value, and how many intervals
 had an unbounded side. It also checks that every merged interval equals the one of the same samples in one histogram.
 
-Run: /work/venv/bin/python bench/confidence_coverage.py [TRIALS]   (default 1,000; about a minute)
+A cell whose intervals all have an unbounded side (p99 of 100 requests: no sample bounds it from above at 95 %) is
+one-sided, and its coverage is what the smallest lower rank with at least 95 % gives (98.2 %): no rank does better.
+
+Run: /work/venv/bin/python bench/confidence_coverage.py [TRIALS [SEED]]   (default 1,000 and 28; about a minute)
 """
 
 from __future__ import annotations
@@ -104,7 +107,7 @@ def cell(name: str, n: int, trials: int, rng: np.random.Generator) -> dict[int, 
 
 def main() -> None:
     trials = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000
-    rng = np.random.default_rng(SEED)
+    rng = np.random.default_rng(int(sys.argv[2]) if len(sys.argv) > 2 else SEED)
     print(f"{LEVEL:.0%} intervals, {trials:,} runs per cell, 2 workers merged per run; target coverage 93-97 %")
     print(f"{'distribution':<13}{'n':>7}{'pct':>5}{'coverage':>10}{'± se':>7}{'exact':>8}{'width':>9}{'unbounded':>11}")
     inside = total = 0
@@ -117,13 +120,16 @@ def main() -> None:
                 bounded = trials - open_
                 mean_width = f"{width / bounded:.1%}" if bounded else "-"
                 flag = "" if 0.93 <= share <= 0.97 else "  outside 93-97 %"
-                inside += not flag
-                total += 1
+                if open_ == trials:
+                    flag = "  one-sided (no upper bound at this n)"
+                else:
+                    inside += not flag
+                    total += 1
                 print(
                     f"{name:<13}{n:>7,}{'p' + str(p):>5}{share:>10.1%}{se:>7.1%}{exact:>8.1%}{mean_width:>9}"
                     f"{open_:>11,}{flag}"
                 )
-    print(f"{inside} of {total} cells within 93-97 %; every merged interval equal to the pooled one")
+    print(f"{inside} of {total} two-sided cells within 93-97 %; every merged interval equal to the pooled one")
 
 
 if __name__ == "__main__":

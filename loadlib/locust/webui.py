@@ -16,7 +16,7 @@ from flask import Response, request
 from loadlib.locust.webcharts import install_charts
 from loadlib.locust.webform import install_form
 from loadlib.locust.weblogin import install_login
-from loadlib.metrics.summary import row_name
+from loadlib.metrics.summary import row_name, with_interval
 
 TAB_KEY = "llm"
 NOTES_KEY = "llm_notes"
@@ -35,6 +35,8 @@ COLUMNS = [
     ("errors", "Errors"),
     ("ttft_p50", "TTFT p50 (ms)"),
     ("ttft_p95", "TTFT p95 (ms)"),
+    ("ttft_p95_low", "TTFT p95 interval low (ms)"),
+    ("ttft_p95_high", "TTFT p95 interval high (ms)"),
     ("ttft_p99", "TTFT p99 (ms)"),
     ("ttfo_p95", "TTFO p95 (ms)"),
     ("tpot_p50", "TPOT p50 (ms)"),
@@ -43,6 +45,8 @@ COLUMNS = [
     ("itl_p95", "ITL p95 (ms)"),
     ("e2e_p50", "E2E p50 (ms)"),
     ("e2e_p95", "E2E p95 (ms)"),
+    ("e2e_p95_low", "E2E p95 interval low (ms)"),
+    ("e2e_p95_high", "E2E p95 interval high (ms)"),
     ("e2e_p99", "E2E p99 (ms)"),
     ("tokens_per_s", "Output tok/s"),
     ("prompt_tokens", "Prompt tokens"),
@@ -54,21 +58,21 @@ TAB_COLUMNS = [
     ("row", "Scenario @ endpoint"),
     ("requests", "Requests"),
     ("errors", "Errors"),
-    ("ttft", "TTFT p50 / p95 / p99 (ms)"),
+    ("ttft", "TTFT p50 / p95 [interval] / p99 (ms)"),
     ("ttfo_p95", "TTFO p95 (ms)"),
     ("tpot_p50", "TPOT p50 (ms)"),
     ("stream", "Stream TPOT / tail p50 (ms)"),
     ("itl_p95", "ITL p95 (ms)"),
-    ("e2e", "E2E p50 / p95 / p99 (ms)"),
+    ("e2e", "E2E p50 / p95 [interval] / p99 (ms)"),
     ("tokens_per_s", "Output tok/s"),
     ("tokens", "Tokens in / out"),
     ("cost_usd", "Cost (USD)"),
     ("client", "Client"),
 ]  # the tab's: a metric's percentiles share a cell, so the table fits a 1,400 px window
 JOINED = {
-    "ttft": ("ttft_p50", "ttft_p95", "ttft_p99"),
+    "ttft": ("ttft_p50", "ttft_p95_interval", "ttft_p99"),
     "stream": ("stream_tpot_p50", "stream_tail_p50"),
-    "e2e": ("e2e_p50", "e2e_p95", "e2e_p99"),
+    "e2e": ("e2e_p50", "e2e_p95_interval", "e2e_p99"),
     "tokens": ("prompt_tokens", "completion_tokens"),
 }
 
@@ -96,6 +100,16 @@ def table_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
         def p(metric: str, q: str, lat: dict[str, Any] = lat) -> Any:
             return _fmt((lat.get(metric) or {}).get(q))
 
+        def ci(metric: str, lat: dict[str, Any] = lat) -> dict[str, Any]:
+            """The p95 with its interval as the console shows it (`180 [172–191]`), and the interval's ends."""
+            block = lat.get(metric) or {}
+            low, high = block.get("p95_ci") or (None, None)
+            return {
+                f"{metric}_p95_interval": with_interval(block, "p95"),
+                f"{metric}_p95_low": _fmt(low),
+                f"{metric}_p95_high": _fmt(high),
+            }
+
         name = row.get("name") or row_name(row.get("scenario"), row.get("endpoint"))
         rows.append(
             {
@@ -120,6 +134,8 @@ def table_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 "cost_usd": _fmt(row.get("cost_usd"), 6),
                 "client": client,
             }
+            | ci("ttft")
+            | ci("e2e")
         )
     return rows
 

@@ -63,6 +63,8 @@ class Measured:
     context: Context | None = None
     model: str | None = None
     provider: str | None = None
+    ttft_p95_ci: list[float | None] | None = None  # from the summary; None when rows were weighted (no interval)
+    e2e_p95_ci: list[float | None] | None = None
 
     @property
     def error_rate(self) -> float | None:

@@ -121,6 +121,8 @@ def _figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "ok": sum(json_count(r.get("ok")) for r in rows),
         "errors": _errors(rows),
         **{attr: _weighted(rows, metric, q) for attr, metric, q in _SIDE},
+        "ttft_p95_ci": _interval(rows, "ttft"),
+        "e2e_p95_ci": _interval(rows, "e2e"),
         "output_tps": _sum_or_none(json_number(r.get("output_tokens_per_s")) for r in rows),
         "prompt_tokens": sum(json_count(r.get("prompt_tokens")) for r in rows),
         "completion_tokens": sum(json_count(r.get("completion_tokens")) for r in rows),
@@ -144,6 +146,16 @@ def _weighted(rows: list[dict[str, Any]], metric: str, q: str) -> float | None:
     if not pairs:
         return None
     return sum(v * n for v, n in pairs) / sum(n for _, n in pairs)
+
+
+def _interval(rows: list[dict[str, Any]], metric: str) -> list[float | None] | None:
+    """One row's p95 interval as its summary gives it; several rows' weighted p95 has none (docs/statistics.md)."""
+    if len(rows) != 1:
+        return None
+    found = ((rows[0].get("latency_ms") or {}).get(metric) or {}).get("p95_ci")
+    if not isinstance(found, list) or len(found) != 2:
+        return None
+    return [json_number(v) if v is not None else None for v in found]
 
 
 def _errors(rows: list[dict[str, Any]]) -> dict[str, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from loadlib.metrics.summary import interval_text
 from loadlib.reports import html
 from loadlib.reports.compare import (
     BARS,
@@ -31,8 +32,8 @@ MEASURED_HEAD = (
     "run",
     "requests",
     "TTFT p50",
-    "TTFT p95",
-    "E2E p95",
+    "TTFT p95 [interval]",
+    "E2E p95 [interval]",
     "TPOT p50",
     "output tok/s",
     "error rate",
@@ -126,8 +127,8 @@ def _measured_row(a: Assessed) -> list[str]:
         m.run_id or m.file,
         str(m.count),
         ms(m.ttft_p50),
-        ms(m.ttft_p95),
-        ms(m.e2e_p95),
+        _with_interval(m.ttft_p95, m.ttft_p95_ci),
+        _with_interval(m.e2e_p95, m.e2e_p95_ci),
         ms(m.tpot_p50),
         "-" if m.output_tps is None else f"{m.output_tps:.1f}",
         pct(m.error_rate),
@@ -135,6 +136,12 @@ def _measured_row(a: Assessed) -> list[str]:
         context_text(m.context),
         usage_label(m),
     ]
+
+
+def _with_interval(value: float | None, ci: list[float | None] | None) -> str:
+    """`180 ms [172–191]`: a p95 with its confidence interval as the console shows intervals."""
+    text = ms(value)
+    return f"{text} {interval_text(ci)}" if ci and value is not None else text
 
 
 def cost_rows(v: Verdict, table_label: str) -> list[list[str]]:

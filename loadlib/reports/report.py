@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from loadlib.metrics.confidence import DEFAULT_LEVEL
 from loadlib.reports import run_figures as rf
 from loadlib.reports.capacity_curve import capacity_html
 from loadlib.reports.html import figure, page, section, table
@@ -34,7 +35,8 @@ def plot(fig: Figure, caption: str) -> str:
 def build_report(rec: Records, summary: Mapping[str, Any] | None, files: Sequence[str]) -> str:
     """The whole page."""
     duration = _duration(rec, summary)
-    rows = table_rows(rec, duration)
+    level = ((summary or {}).get("confidence") or {}).get("level") or DEFAULT_LEVEL
+    rows = table_rows(rec, duration, float(level))
     series = build_series(rec)
     sections = [
         section("Run", _run_table(rec, summary, files, series, duration)),
@@ -88,7 +90,8 @@ def _table_parts(rows: list[Row], summary: Mapping[str, Any] | None, duration: f
     parts = [
         rows_table(rows),
         para(
-            "Latencies in ms over successful attempts (exact nearest-rank percentiles of the records); requests, "
+            "Latencies in ms over successful attempts (exact nearest-rank percentiles of the records; [low–high]: "
+            "the p95's confidence interval from the records' order statistics, docs/statistics.md); requests, "
             f"errors, tokens and cost over every attempt; output tok/s = output tokens / {per}"
             + (f" ({duration:.1f} s)." if duration else "."),
             "muted",

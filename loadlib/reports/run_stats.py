@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from loadlib.metrics.confidence import rank_interval
+
 NICE_STEPS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400)
 
 
@@ -38,6 +40,23 @@ def grouped_percentiles(keys: np.ndarray, values: np.ndarray, nkeys: int, ps: Se
     has = counts > 0
     for j, p in enumerate(ps):
         out[has, j] = ordered[offsets[has] + nearest_rank(p, counts[has]) - 1]
+    return out
+
+
+def grouped_intervals(
+    keys: np.ndarray, values: np.ndarray, nkeys: int, p: float, level: float
+) -> list[list[float | None] | None]:
+    """The p-th percentile's confidence interval per key from the exact order statistics (the ranks of
+    loadlib.metrics.confidence, which the summary reads from its histograms instead): [low, high] with None for a
+    side the samples cannot bound, None for a key without values."""
+    ordered, offsets, counts = grouped_sort(keys, values, nkeys)
+    out: list[list[float | None] | None] = []
+    for offset, n in zip(offsets.tolist(), counts.tolist(), strict=True):
+        if not n:
+            out.append(None)
+            continue
+        low, high, _ = rank_interval(n, p / 100.0, level)
+        out.append([float(ordered[offset + r - 1]) if 1 <= r <= n else None for r in (low, high)])
     return out
 
 

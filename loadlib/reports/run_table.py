@@ -15,20 +15,21 @@ from typing import Any
 import numpy as np
 
 from loadlib.histogram import RELATIVE_ERROR
-from loadlib.metrics.summary import TOTAL_NAME
+from loadlib.metrics.confidence import DEFAULT_LEVEL
+from loadlib.metrics.summary import TOTAL_NAME, interval_text
 from loadlib.reports.html import table
 from loadlib.reports.records_in import NOT_ERRORS, Records
-from loadlib.reports.run_stats import grouped_percentiles
+from loadlib.reports.run_stats import grouped_intervals, grouped_percentiles
 
 HEADERS = (
     "scenario @ endpoint",
     "requests",
     "errors",
     "TTFT p50",
-    "TTFT p95",
+    "TTFT p95 [interval]",
     "TTFT p99",
     "E2E p50",
-    "E2E p95",
+    "E2E p95 [interval]",
     "TPOT p50",
     "stream TPOT p50",
     "output tok/s",
@@ -50,20 +51,27 @@ class Row:
     tokens_per_s: float | None
     cost_usd: float | None  # None when no attempt was priced
     errors_by_class: dict[str, int]
+    ttft_p95_ci: list[float | None] | None = None  # the p95s' confidence intervals (docs/statistics.md)
+    e2e_p95_ci: list[float | None] | None = None
 
 
-def table_rows(rec: Records, duration_s: float | None) -> list[Row]:
-    """One row per scenario and endpoint (sorted), then the total named as the summary names it."""
+def table_rows(rec: Records, duration_s: float | None, level: float = DEFAULT_LEVEL) -> list[Row]:
+    """One row per scenario and endpoint (sorted), then the total named as the summary names it; the p95s with
+    their confidence intervals at `level`."""
     ok = rec.ok
     total = np.zeros(len(rec), np.int32)
     return [
-        *_rows(rec, ok, rec.group, rec.groups, duration_s),
-        *_rows(rec, ok, total, (TOTAL_NAME,), duration_s),
+        *_rows(rec, ok, rec.group, rec.groups, duration_s, level),
+        *_rows(rec, ok, total, (TOTAL_NAME,), duration_s, level),
     ]
 
 
-def _rows(rec: Records, ok: np.ndarray, keys: np.ndarray, names: Sequence[str], duration_s: float | None) -> list[Row]:
+def _rows(
+    rec: Records, ok: np.ndarray, keys: np.ndarray, names: Sequence[str], duration_s: float | None, level: float
+) -> list[Row]:
     n = len(names)
+    ttft_ci = grouped_intervals(keys, np.where(ok, rec.ttft, np.nan), n, 95, level)
+    e2e_ci = grouped_intervals(keys, np.where(ok, rec.e2e, np.nan), n, 95, level)
 
     def pct(values: np.ndarray, ps: tuple[float, ...]) -> np.ndarray:
         return grouped_percentiles(keys, np.where(ok, values, np.nan), n, ps)
@@ -89,6 +97,8 @@ def _rows(rec: Records, ok: np.ndarray, keys: np.ndarray, names: Sequence[str], 
             tokens_per_s=float(tokens[i]) / duration_s if duration_s else None,
             cost_usd=float(cost[i]) if any_priced[i] else None,
             errors_by_class=classes[i],
+            ttft_p95_ci=ttft_ci[i],
+            e2e_p95_ci=e2e_ci[i],
         )
         for i in range(n)
     ]
@@ -130,13 +140,23 @@ def rows_table(rows: Sequence[Row]) -> str:
             r.name,
             r.requests,
             r.errors,
-            *(ms_text(v) for v in (*r.ttft, *r.e2e, r.tpot_p50, r.stream_tpot_p50)),
+            ms_text(r.ttft[0]),
+            _with_interval(r.ttft[1], r.ttft_p95_ci),
+            *(ms_text(v) for v in (r.ttft[2], r.e2e[0])),
+            _with_interval(r.e2e[1], r.e2e_p95_ci),
+            *(ms_text(v) for v in (r.tpot_p50, r.stream_tpot_p50)),
             "-" if r.tokens_per_s is None else f"{r.tokens_per_s:.1f}",
             usd_text(r.cost_usd),
         ]
         for r in rows
     ]
     return table(HEADERS, cells, numeric=[False, *([True] * (len(HEADERS) - 1))])
+
+
+def _with_interval(value: float, ci: list[float | None] | None) -> str:
+    """`180.123 [172–191]`: the exact p95 and its interval as the console shows intervals."""
+    text = ms_text(value)
+    return f"{text} {interval_text(ci)}" if ci and text != "-" else text
 
 
 def errors_table(rows: Sequence[Row]) -> str | None:
@@ -174,7 +194,20 @@ def _row_disagreements(row: Row, other: Mapping[str, Any]) -> list[str]:
         given = (lat.get(metric) or {}).get(p)
         if not _close(here, given):
             out.append(f"{row.name}: {metric.upper()} {p} {ms_text(here)} ms here, {given} ms in the summary")
+    for metric, ci in (("ttft", row.ttft_p95_ci), ("e2e", row.e2e_p95_ci)):
+        given = (lat.get(metric) or {}).get("p95_ci")
+        if given is not None and not _same_interval(ci, given):
+            out.append(f"{row.name}: {metric.upper()} p95 interval {interval_text(ci)} here, {given} in the summary")
     return out
+
+
+def _same_interval(mine: list[float | None] | None, given: list[float | None]) -> bool:
+    """Both ends equal within the histograms' precision (an unbounded side unbounded in both)."""
+    ends = mine or [None, None]
+    return all(
+        (a is None and b is None) or (a is not None and b is not None and _close(a, b))
+        for a, b in zip(ends, given, strict=True)
+    )
 
 
 def _close(mine: float, given: float | None) -> bool:

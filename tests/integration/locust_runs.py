@@ -68,10 +68,12 @@ def run_distributed(
     locustfile: str = "locustfiles/chat.py",
     worker_prefix: Sequence[Sequence[str]] | None = None,
     mode: Sequence[str] = ("--headless",),
+    stdout: list[str] | None = None,
 ) -> tuple[int, str, float]:
     """A real headless master plus `workers` real worker processes on loopback; `during()` runs in a thread while the
     test runs; `worker_prefix[i]` (e.g. `taskset -c 0 nice -n 19`) goes before worker i's command; `mode` replaces
-    `--headless` (e.g. `--autostart --autoquit 1 --web-port N`: a web UI run that starts and quits by itself).
+    `--headless` (e.g. `--autostart --autoquit 1 --web-port N`: a web UI run that starts and quits by itself);
+    the master's stdout (the console summary) is appended to `stdout` when given.
     Returns (master exit code, master stderr, wall seconds); every process is reaped or killed."""
     port = free_port()
     start = time.monotonic()
@@ -103,7 +105,9 @@ def run_distributed(
         thread.start()
     err = ""
     try:
-        _, err = master.communicate(timeout=timeout)
+        out, err = master.communicate(timeout=timeout)
+        if stdout is not None:
+            stdout.append(out)
     finally:
         for p in procs:
             try:

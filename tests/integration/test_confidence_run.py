@@ -1,0 +1,128 @@
+"""Percentile confidence intervals through a real run (docs/statistics.md): a master and 2 workers against the
+embedded mock with jittered TTFT. The master's intervals, from the workers' merged histograms, equal those of all
+the records pooled into one histogram; the console, the summary JSON, the HTML report and the web UI's LLM table show
+the same intervals (the report's, from the records' exact order statistics, within the histograms' precision)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadlib.histogram import RELATIVE_ERROR, Histogram
+from loadlib.metrics.confidence import quantile_interval
+from loadlib.metrics.summary import with_interval
+from tests.integration.locust_runs import free_port, load, run_distributed
+
+pytestmark = pytest.mark.integration
+MOCK = "ttft_ms=40,ttft_jitter_ms=30,itl_ms=2,output_tokens=8"
+METRICS = ("ttft", "e2e")
+
+
+def web_llm_rows(web: int) -> tuple[str, list[dict[str, Any]]]:
+    """(the runner's state, the LLM tab's rows) from the web UI's poll, ("", []) while it does not answer."""
+    with (
+        suppress(OSError, ValueError),
+        urllib.request.urlopen(f"http://127.0.0.1:{web}/stats/requests", timeout=5) as r,
+    ):
+        payload = json.load(r)
+        tabs = {t["key"]: t["data"] for t in payload.get("extended_stats") or []}
+        return str(payload.get("state")), list(tabs.get("llm") or [])
+    return "", []
+
+
+def watch_web_ui(web: int, seen: dict[str, Any]) -> None:
+    """Keep the LLM table the web UI shows once the run has stopped (the workers' last reports merged), polling
+    until the master has quit (its web UI stops answering)."""
+    deadline = time.monotonic() + 60
+    silent = 0
+    while time.monotonic() < deadline and silent < 3:
+        state, rows = web_llm_rows(web)
+        silent = silent + 1 if not rows and "rows" in seen else 0
+        if state == "stopped" and rows:
+            seen["rows"] = rows
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("confidence")
+    web = free_port()
+    seen: dict[str, Any] = {}
+    out: list[str] = []
+    rc, err, _ = run_distributed(
+        *("-u", "10", "-r", "10", "-t", "4s", "--llm-mock", MOCK, "--run-id", "ci-run"),
+        *("--llm-summary", str(tmp / "s.json"), "--llm-records", str(tmp / "records-{worker}.jsonl")),
+        *("--llm-report", str(tmp / "report.html")),
+        timeout=120,
+        during=lambda: watch_web_ui(web, seen),
+        mode=("--autostart", "--autoquit", "2", "--web-host", "127.0.0.1", "--web-port", str(web)),
+        stdout=out,
+    )
+    assert rc == 0 and (tmp / "s.json").exists(), err[-3000:]
+    yield {"summary": load(tmp / "s.json"), "out": "".join(out), "web": seen.get("rows") or [], "tmp": tmp}
+
+
+def pooled(tmp: Path) -> dict[tuple[str, str], dict[str, Histogram]]:
+    """Every worker's records pooled into one histogram per (scenario, endpoint) and metric, and the total."""
+    out: dict[tuple[str, str], dict[str, Histogram]] = {}
+    files = sorted(tmp.glob("records-*.jsonl"))
+    assert len(files) == 2, files
+    for line in (ln for f in files for ln in f.read_text().splitlines() if ln.strip()):
+        r = json.loads(line)
+        if r.get("status") != "ok":
+            continue
+        for key in ((r["scenario"], r["endpoint"]), ("", "")):
+            for metric in METRICS:
+                out.setdefault(key, {}).setdefault(metric, Histogram()).record(r[f"{metric}_ms"])
+    return out
+
+
+def test_the_masters_merged_intervals_equal_the_pooled_records(ran: dict[str, Any]) -> None:
+    s = ran["summary"]
+    hists = pooled(ran["tmp"])
+    rows = [((r["scenario"], r["endpoint"]), r) for r in s["rows"]] + [(("", ""), s["total"])]
+    assert s["total"]["latency_ms"]["ttft"]["count"] >= 60  # enough for a p95 bounded on both sides
+    for key, row in rows:
+        for metric in METRICS:
+            block = row["latency_ms"][metric]
+            assert block["count"] == hists[key][metric].count
+            for p in (50, 95, 99):
+                mine = quantile_interval(hists[key][metric], p, s["confidence"]["level"])
+                assert mine is not None and block[f"p{p}_ci"] == mine.as_list(), (key, metric, p)
+                low, high = block[f"p{p}_ci"]
+                assert (low is None or low <= block[f"p{p}"]) and (high is None or block[f"p{p}"] <= high)
+
+
+def test_console_json_report_and_web_ui_show_the_same_intervals(ran: dict[str, Any]) -> None:
+    s, out, web = ran["summary"], ran["out"], ran["web"]
+    report = (ran["tmp"] / "report.html").read_text()
+    web_rows = {r["row"]: r for r in web}
+    assert set(web_rows) == {r["name"] for r in [*s["rows"], s["total"]]}, web
+    for row in [*s["rows"], s["total"]]:
+        shown = {m: with_interval(row["latency_ms"][m], "p95") for m in METRICS}  # e.g. "48.1 [46.9–49.5]"
+        line = next(ln for ln in out.splitlines() if ln.startswith(row["name"] + " "))
+        assert shown["ttft"] in line and shown["e2e"] in line, (line, shown)
+        assert web_rows[row["name"]]["ttft"].split(" / ")[1] == shown["ttft"]
+        assert web_rows[row["name"]]["e2e"].split(" / ")[1] == shown["e2e"]
+        cells = report_cells(report)[row["name"]]
+        for metric, cell in (("ttft", cells[3]), ("e2e", cells[6])):
+            low, high = (float(v) for v in re.findall(r"\[([\d.]+)–([\d.]+)\]", cell)[0])
+            want_low, want_high = row["latency_ms"][metric]["p95_ci"]
+            assert abs(low - want_low) <= 2 * RELATIVE_ERROR * want_low + 0.05, (metric, cell, want_low)
+            assert abs(high - want_high) <= 2 * RELATIVE_ERROR * want_high + 0.05, (metric, cell, want_high)
+    assert "p95 interval" not in report, "the report found no interval that disagrees with the summary's"
+
+
+def report_cells(html: str) -> dict[str, list[str]]:
+    start = html.index("<th>scenario @ endpoint</th>")
+    body = html[start : html.index("</table>", start)]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", body)]
+    return {c[0]: c[1:] for c in cells}
