@@ -27,7 +27,7 @@ def load_baseline(paths: Sequence[str], what: str = "--llm-baseline") -> Baselin
 
 def read_summary(path: str, what: str = "--llm-baseline") -> dict[str, Any]:
     """One summary file, checked: a mapping with rows and a total that holds histograms."""
-    data = _json(path, what)
+    data = read_json(path, f"{what} {path}")
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list) or not isinstance(data.get("total"), dict):
         why = "not a loadlib run summary (no 'rows' and 'total'); write one with --llm-summary"
         raise ConfigError(f"{what} {path}: {why}")
@@ -39,15 +39,18 @@ def read_summary(path: str, what: str = "--llm-baseline") -> dict[str, Any]:
     return data
 
 
-def _json(path: str, what: str) -> Any:
+def read_json(path: str, label: str, error: type[Exception] = ConfigError) -> Any:
+    """A summary file's JSON, or `error` with one line that starts with `label` (the file, or the option and it)."""
     p = Path(path)
+    if not p.exists():
+        raise error(f"{label}: file not found")
     if not p.is_file():
-        raise ConfigError(f"{what} {path}: {'not a file' if p.exists() else 'file not found'}")
+        raise error(f"{label}: not a file; pass a summary JSON written by --llm-summary")
     try:
         return json.loads(p.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        raise ConfigError(f"{what} {path}: not UTF-8 text; pass a summary JSON written by --llm-summary") from None
+        raise error(f"{label}: not UTF-8 text; pass a summary JSON written by --llm-summary") from None
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{what} {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+        raise error(f"{label}: not JSON ({exc.msg} at line {exc.lineno}); is it a summary?") from None
     except OSError as exc:
-        raise ConfigError(f"{what} {path}: cannot read it ({exc.strerror})") from None
+        raise error(f"{label}: cannot read it ({exc.strerror})") from None
