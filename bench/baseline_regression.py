@@ -42,7 +42,9 @@ def start_run(url: str, out: Path, users: int, seconds: int) -> subprocess.Popen
     return subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def pair(label: str, urls: tuple[str, str], tmp: Path, users: int, seconds: int) -> tuple[bool, bool, int]:
+def pair(
+    label: str, urls: tuple[str, str], tmp: Path, users: int, seconds: int, show: bool = False
+) -> tuple[bool, bool, int]:
     """Both runs of a pair at once (the machine's load then weighs on both alike) and their comparison: (any
     regression, TTFT p95 regressed, the smaller side's TTFT samples)."""
     files = [tmp / f"{label.replace('/', '').replace(' ', '-')}-{side}.json" for side in ("base", "cand")]
@@ -58,6 +60,8 @@ def pair(label: str, urls: tuple[str, str], tmp: Path, users: int, seconds: int)
     regressed = [f"{x.metric} {x.percentile} x{x.change.ratio or 0:.3f}" for x in table.regressed]
     ttft95 = any(x.metric == "ttft" and x.percentile == "p95" for x in table.regressed)
     sat = " client saturated: " + "/".join(saturated)
+    if show:
+        print(compare_baseline.text(table, *(str(f.name) for f in files)))
     print(f"{label}: {n[0]:,} vs {n[1]:,} requests, {len(regressed)} of {table.judged} regressed {regressed}{sat}")
     return bool(regressed), ttft95, min(n)
 
@@ -68,6 +72,7 @@ def main() -> None:
     p.add_argument("--ab", type=int, default=10, help="A/B pairs")
     p.add_argument("--seconds", type=int, default=30, help="of each run: at least the docs' 2,000 requests a side")
     p.add_argument("--users", type=int, default=20, help="of each run (a pair's two runs go at once)")
+    p.add_argument("--show", action="store_true", help="print each A/B pair's whole table")
     args = p.parse_args()
     with (
         start_subprocess(A, seed=101) as mock_a,
@@ -76,7 +81,7 @@ def main() -> None:
     ):
         runs = (args.users, args.seconds)
         aa = [pair(f"A/A {i + 1}", (mock_a.url, mock_a.url), Path(tmp), *runs) for i in range(args.aa)]
-        ab = [pair(f"A/B {i + 1}", (mock_a.url, mock_b.url), Path(tmp), *runs) for i in range(args.ab)]
+        ab = [pair(f"A/B {i + 1}", (mock_a.url, mock_b.url), Path(tmp), *runs, args.show) for i in range(args.ab)]
     fewest = min(n for *_, n in aa + ab) if aa + ab else 0
     print(f"fewest successful requests on a side: {fewest:,} (docs/baseline.md recommends at least 2,000)")
     print(f"A/A: {sum(r for r, *_ in aa)} of {len(aa)} pairs reported a regression (acceptance: at most 1)")
