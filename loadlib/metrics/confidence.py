@@ -27,6 +27,7 @@ binomial CDF. A table costs O(sqrt(n)) and is cached per (n, q).
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -126,8 +127,8 @@ def _first_rank_at_least(f: Callable[[int], float], lo: int, hi: int, target: fl
     return lo
 
 
-@lru_cache(maxsize=256)
-def _cdf_table(n: int, q: float) -> tuple[int, list[float]]:
+@lru_cache(maxsize=64)  # a table of a p50 of 10 million samples holds ~28,000 doubles: 64 of them stay under 15 MB
+def _cdf_table(n: int, q: float) -> tuple[int, array[float]]:
     """(start, [F(start), F(start+1), ...]): the CDF over the ranks holding all but ~1e-17 of the mass."""
     mode = min(n, math.floor((n + 1) * q))
     peak = math.exp(
@@ -150,36 +151,36 @@ def _cdf_table(n: int, q: float) -> tuple[int, list[float]]:
         left.append(term)
     pmf = [*reversed(left), peak, *right]
     total = math.fsum(pmf)
-    return mode - len(left), [c / total for c in accumulate(pmf)]
+    return mode - len(left), array("d", (c / total for c in accumulate(pmf)))
 
 
 def quantile_interval(h: Histogram, p: float, level: float = DEFAULT_LEVEL) -> QuantileInterval | None:
     """The confidence interval of the nearest-rank p-th percentile (0 < p < 100) of the histogram's samples at
     `level`; None when the histogram is empty."""
-    if not 0.0 < p < 100.0:
-        raise ValueError(f"percentile must be strictly between 0 and 100, got {p!r}")
+    return quantile_intervals(h, (p,), level)[0]
+
+
+def quantile_intervals(
+    h: Histogram, ps: Sequence[float], level: float = DEFAULT_LEVEL
+) -> list[QuantileInterval | None]:
+    """quantile_interval for several percentiles with two walks of the buckets (the summary asks for p50, p95 and
+    p99 of every latency each time the web UI polls)."""
+    for p in ps:
+        if not 0.0 < p < 100.0:
+            raise ValueError(f"percentile must be strictly between 0 and 100, got {p!r}")
     n = h.count
     if not n:
-        return None
-    low, high, coverage = rank_interval(n, p / 100.0, level)
-    ranks = [r for r in (low, high) if 1 <= r <= n]
+        return [None] * len(ps)
+    found = [rank_interval(n, p / 100.0, level) for p in ps]
+    ranks = sorted({r for low, high, _ in found for r in (low, high) if 1 <= r <= n})
     values = dict(zip(ranks, h.ranked(ranks), strict=True))
-    low_value, high_value = values.get(low), values.get(high)
-    point = h.percentile(p)
-    if point is not None:
-        low_value = None if low_value is None else min(low_value, point)
-        high_value = None if high_value is None else max(high_value, point)
-    return QuantileInterval(low_value, high_value, low, high, coverage)
-
-
-def percentile_cis(
-    h: Histogram, ps: tuple[float, ...], level: float = DEFAULT_LEVEL
-) -> dict[float, list[float | None] | None]:
-    """{p: [low, high]} for each percentile (the summary's p50_ci/p95_ci/p99_ci); None for an empty histogram."""
-    out: dict[float, list[float | None] | None] = {}
-    for p in ps:
-        interval = quantile_interval(h, p, level)
-        out[p] = interval.as_list() if interval else None
+    out: list[QuantileInterval | None] = []
+    for (low, high, coverage), point in zip(found, h.percentiles(ps), strict=True):
+        low_value, high_value = values.get(low), values.get(high)
+        if point is not None:  # the reported percentile (a bucket midpoint) stays inside its interval
+            low_value = None if low_value is None else min(low_value, point)
+            high_value = None if high_value is None else max(high_value, point)
+        out.append(QuantileInterval(low_value, high_value, low, high, coverage))
     return out
 
 

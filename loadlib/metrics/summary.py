@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from loadlib.histogram import RELATIVE_ERROR, Histogram
-from loadlib.metrics.confidence import DEFAULT_LEVEL, quantile_interval
+from loadlib.metrics.confidence import DEFAULT_LEVEL, quantile_intervals
 from loadlib.metrics.decode import decode_facts, tpot_gap_line
 from loadlib.metrics.modes import latency_modes, modes_line
 from loadlib.metrics.saturation import Verdict
@@ -160,10 +160,10 @@ def _row(e: LLMStatsEntry, duration_s: float, confidence: float, name: str | Non
 def _dist(h: Histogram, ps: Sequence[int], with_max: bool = False, confidence: float | None = None) -> Distribution:
     """count, mean, the percentiles `ps` (with their intervals when `confidence` is given) and perhaps max."""
     d: dict[str, Any] = {"count": h.count, "mean": _r(h.mean)}
-    for p, v in zip(ps, h.percentiles(ps), strict=True):
+    intervals = quantile_intervals(h, ps, confidence) if confidence is not None else [None] * len(ps)
+    for p, v, interval in zip(ps, h.percentiles(ps), intervals, strict=True):
         d[f"p{p}"] = _r(v)
         if confidence is not None:
-            interval = quantile_interval(h, p, confidence)
             d[f"p{p}_ci"] = interval.as_list() if interval else None
     if with_max:
         d["max"] = _r(h.max) if h.count else None

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from loadlib.metrics.summary import TOTAL_NAME, client_line, cost_text, number_text
+from loadlib.metrics.summary import TOTAL_NAME, client_line, cost_text, number_text, with_interval
 from loadlib.outputs.summary import write_text
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -232,7 +232,8 @@ def _result_word(r: Mapping[str, Any]) -> str:
     return "not judged: " + esc(r.get("reason") or "no value")
 
 
-_ROW_HEADER = ["scenario @ endpoint", "requests", "errors", "TTFT p50", "TTFT p95", "E2E p95", "tok/s", "cost $"]
+_ROW_HEADER = ["scenario @ endpoint", "requests", "errors", "TTFT p50", "TTFT p95 [interval]", "E2E p95 [interval]"]
+_ROW_HEADER += ["tok/s", "cost $"]
 
 
 def _rows_table(summary: Mapping[str, Any]) -> str:
@@ -256,8 +257,8 @@ def _row_cells(r: Mapping[str, Any]) -> list[str]:
         "-" if count is None else str(count),
         "-" if errors is None else str(errors),
         p("ttft", "p50"),
-        p("ttft", "p95"),
-        p("e2e", "p95"),
+        with_interval(lat.get("ttft") or {}, "p95"),
+        with_interval(lat.get("e2e") or {}, "p95"),
         number_text(r.get("output_tokens_per_s")),
         cost_text(r.get("cost_usd")),
     ]

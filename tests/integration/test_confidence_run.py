@@ -61,6 +61,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         *("-u", "10", "-r", "10", "-t", "4s", "--llm-mock", MOCK, "--run-id", "ci-run"),
         *("--llm-summary", str(tmp / "s.json"), "--llm-records", str(tmp / "records-{worker}.jsonl")),
         *("--llm-report", str(tmp / "report.html")),
+        *("--llm-confidence", "0.9", "--llm-threshold-ci", "--llm-threshold", "ttft p95 < 10s"),
         timeout=120,
         during=lambda: watch_web_ui(web, seen),
         mode=("--autostart", "--autoquit", "2", "--web-host", "127.0.0.1", "--web-port", str(web)),
@@ -99,6 +100,14 @@ def test_the_masters_merged_intervals_equal_the_pooled_records(ran: dict[str, An
                 assert mine is not None and block[f"p{p}_ci"] == mine.as_list(), (key, metric, p)
                 low, high = block[f"p{p}_ci"]
                 assert (low is None or low <= block[f"p{p}"]) and (high is None or block[f"p{p}"] <= high)
+
+
+def test_the_level_and_the_interval_judgement_reach_the_master(ran: dict[str, Any]) -> None:
+    s = ran["summary"]
+    assert s["confidence"]["level"] == 0.9 and "90 % confidence interval" in ran["out"]
+    (result,) = s["thresholds"]
+    assert result["passed"] is True and result["interval"] == s["total"]["latency_ms"]["ttft"]["p95_ci"]
+    assert "its 90 % interval" in result["reason"] and s["verdict"]["exit_code"] == 0
 
 
 def test_console_json_report_and_web_ui_show_the_same_intervals(ran: dict[str, Any]) -> None:
