@@ -100,7 +100,9 @@ def _by_interval(
     judged = [_judge_row(t, row, summary, baseline, (level, strict), min_samples, histograms) for row in rows]
     failed = [j for j in judged if j[0] is False]
     open_ = [j for j in judged if j[0] is None]
-    passed, measure, reason, limit = (failed or open_ or [max(judged, key=lambda j: j[1].value or 0.0)])[0]
+    sign = 1.0 if t.op in ("<", "<=") else -1.0  # the worst row: the slowest for an upper bound, else the fastest
+    worst = max(judged, key=lambda j: sign * (j[1].value or 0.0))
+    passed, measure, reason, limit = (failed or open_ or [worst])[0]
     if len(rows) > 1:
         reason += f" (the deciding one of {len(rows)} matching rows)"
     out = _result(t, measure, passed, reason)
