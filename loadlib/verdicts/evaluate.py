@@ -342,17 +342,19 @@ def _interval_verdict(t: Threshold, interval: Sequence[float | None]) -> bool | 
 
 
 def _by_interval(t: Threshold, m: _Measure, confidence: float) -> tuple[bool | None, str]:
-    """e.g. 'ttft p95 = 180 ms [172–191] < 200 ms (...)', or 'not judged: ...; about 1,200 more requests needed'."""
+    """e.g. 'ttft p95 = 180 ms < 200 ms (...); its 95 % interval [172–191] is within the limit', or, not judged
+    (the console marks it n/a, JUnit and Markdown "not judged"), '...holds 200 ms; about 1,200 more requests needed
+    to judge it'."""
     interval = m.interval or [None, None]
     passed = _interval_verdict(t, interval)
     shown = "–".join("?" if v is None else _show(t, v).rsplit(" ", 1)[0] for v in interval)
     level = f"{confidence * 100:g} % interval [{shown}]"
     if passed is not None:
         return passed, f"{_describe(t, m)}; its {level} is {'within' if passed else 'beyond'} the limit"
-    more = f"about {m.more:,} more requests needed" if m.more else "too few requests to say how many more would do"
+    more = f"about {m.more:,} more requests needed to judge it" if m.more else "too few to say how many more would do"
     if m.more is None and m.value is not None and m.samples and m.interval and None not in m.interval:
         more = "no number of requests would: the percentile sits on the limit"
-    return None, f"not judged: {_label(t)} = {_show(t, m.value or 0.0)}, its {level} holds {_show(t, t.limit)}; {more}"
+    return None, f"{_label(t)} = {_show(t, m.value or 0.0)}, its {level} holds {_show(t, t.limit)}; {more}"
 
 
 def required_samples(t: Threshold, min_samples: int) -> int:

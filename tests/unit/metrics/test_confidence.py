@@ -87,7 +87,9 @@ def test_empty_histogram_has_no_interval() -> None:
     [
         (lambda r: r.expovariate(1.0), -math.log(0.05)),  # p95 of Exp(1)
         (lambda r: r.paretovariate(1.5), 0.05 ** (-1 / 1.5)),  # p95 of Pareto(1.5): heavy tail
+        (lambda r: r.uniform(100, 110) if r.random() < 0.9 else r.uniform(500, 600), 550.0),  # two modes: p95 at 550
     ],
+    ids=["light", "heavy", "two-mode"],
 )
 def test_coverage_by_simulation_is_near_the_level(dist: Callable[[random.Random], float], truth: float) -> None:
     """400 runs of 200 requests: the coverage is binomial around the stated one, so 3 sd is a test that can fail."""
@@ -100,6 +102,7 @@ def test_coverage_by_simulation_is_near_the_level(dist: Callable[[random.Random]
         assert interval is not None
         hits += side_of(interval, truth) == "undecided"
     _, _, coverage = rank_interval(200, 0.95)
+    assert coverage >= 0.95
     sd = math.sqrt(coverage * (1 - coverage) / trials)
     assert abs(hits / trials - coverage) <= 3 * sd + 1 / trials, (hits / trials, coverage)
 

@@ -143,3 +143,23 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureF
 def test_help_exits_0(capsys: pytest.CaptureFixture) -> None:
     assert compare_main(["--help"]) == 0
     assert "--max-p95-ms MS" in capsys.readouterr().out
+
+
+def test_each_p95_is_shown_with_its_interval_from_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from loadlib.metrics.stats import LLMStats
+    from loadlib.metrics.summary import build_summary, with_interval
+    from tests.support.records import make_record
+
+    files, shown = [], []
+    for endpoint, base in (("quick", 100.0), ("steady", 200.0)):
+        stats = LLMStats()
+        for i in range(200):
+            stats.add(make_record(endpoint=endpoint, ttft_ms=base + i % 50, e2e_ms=2 * base + i % 70))
+        s = build_summary(stats, 10.0, None, {"run_id": endpoint})
+        files.append(write(tmp_path / f"{endpoint}.json", s))
+        shown += [with_interval(s["rows"][0]["latency_ms"][m], "p95") for m in ("ttft", "e2e")]
+    assert compare_main([*files, "--min-context", "off", "--max-usd-per-1k", "off"]) in (0, 1)
+    text = capsys.readouterr().out
+    for cell in shown:  # e.g. "148 [146–149]": the p95 and its interval as the console shows them
+        p95, interval = cell.split(" ", 1)
+        assert f"{p95} ms {interval}" in text, (cell, text)
