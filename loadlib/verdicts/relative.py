@@ -155,7 +155,8 @@ def _decide(t: Threshold, c: Change, counts: tuple[int, int], strict: bool) -> t
         f"[{c.low:.3f}-{c.high:.3f}] at {c.level:.4g}, {rel} x{bound:.3f} ({n:,} vs {n_base:,} requests)"
     )
     passed = False if failed else (True if within or not strict else None)
-    return passed, m, reason + ("" if passed is not None else ": not judged (--llm-threshold-ci)"), c.base * bound
+    strict_note = "; --llm-threshold-ci decides only with the whole interval on one side of it"
+    return passed, m, reason + ("" if passed is not None else strict_note), c.base * bound
 
 
 def _histogram(

@@ -153,3 +153,15 @@ def test_the_run_checks_its_baseline_before_any_load(tmp_path: Path) -> None:
     good = write(tmp_path / "base.json", summary(10, {"ttft": lognormal(50)}, 1))
     assert [t.relative for t in thresholds_from_options(_options("ttft p95 < baseline", good))] == [0.0]
     assert baseline_from_options(_options("", f"{good}; {good}"), []).pooled[("", "")]["ttft"].count == 20  # type: ignore[union-attr]
+
+
+def test_with_threshold_ci_a_ratio_across_the_margin_is_not_judged() -> None:
+    """--llm-threshold-ci (evaluate's `confidence`): pass only with the ratio's whole interval within the margin."""
+    base = summary(2000, {"ttft": lognormal(100)}, 1)
+    cand = summary(2000, {"ttft": lognormal(110)}, 2)
+    baseline = Baseline((base,), pool([base]), ("base.json",))
+    t = parse_option("ttft p50 < baseline + 10%")
+    (lenient,) = evaluate(t, cand, baseline=baseline)
+    (strict,) = evaluate(t, cand, baseline=baseline, confidence=0.95)
+    assert lenient["passed"] is True and "across x1.100" in lenient["reason"]
+    assert strict["passed"] is None and "--llm-threshold-ci decides only" in strict["reason"]
