@@ -15,6 +15,7 @@ USAGE = (
     "usage: python -m loadlib [--help | --markdown]      loadlib's Locust options\n"
     "       python -m loadlib report PATHS -o report.html   an HTML run report from records and a summary\n"
     "       python -m loadlib compare A B ... -o cmp.html   compare endpoints: table, Pareto front, verdict\n"
+    "       python -m loadlib compare --baseline A B        did B regress against A? (exit 1 if so)\n"
 )
 
 

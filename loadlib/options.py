@@ -212,6 +212,15 @@ OPTIONS: tuple[Option, ...] = (
         web_ui=False,
     ),
     _o(
+        "--llm-baseline",
+        OUTPUT,
+        "",
+        "A baseline run's summary JSON (--llm-summary; repeat the flag to pool repeats) for thresholds against it, "
+        "e.g. 'ttft p95 < baseline + 10%', judged with both runs' intervals (docs/baseline.md).",
+        web_ui=False,
+        repeatable=True,
+    ),
+    _o(
         "--llm-abort-on-fail",
         OUTPUT,
         False,

@@ -106,6 +106,7 @@ class Options:
     llm_summary: str
     llm_threshold: str
     llm_thresholds_file: str
+    llm_baseline: str
     llm_abort_on_fail: bool
     llm_abort_delay: float
     llm_final_report_wait_s: float

@@ -34,6 +34,7 @@ from loadlib.locust.embedded_mock import start_embedded_mock
 from loadlib.locust.report_out import records_for_report, write_report
 from loadlib.locust.verdict_part import thresholds_from_options
 from loadlib.locust.weblogin import credentials
+from loadlib.metrics.summary import with_histograms
 from loadlib.outputs.junit import write_junit
 from loadlib.outputs.markdown import append_step_summary, markdown_summary, write_markdown
 from loadlib.outputs.summary import force_exit_code, write_summary
@@ -399,7 +400,9 @@ def _write_outputs(ctx: RunContext, summary: dict[str, Any]) -> tuple[list[str],
         problems.append(append_step_summary(ctx.redact(markdown_summary(summary))))
     problems.append(write_report(opts, summary, ctx.redact))
     if opts.llm_summary:
-        problem = write_summary(opts.llm_summary, summary, ctx.redact)
+        stats = getattr(getattr(ctx, "stats", None), "stats", None)  # the run's StatsPart: its histograms
+        kept = with_histograms(summary, stats) if stats is not None else summary
+        problem = write_summary(opts.llm_summary, kept, ctx.redact)
         problems.append(problem)
         notes += [] if problem else [f"loadlib: LLM summary written to {opts.llm_summary}"]
     return [p for p in problems if p], notes

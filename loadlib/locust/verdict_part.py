@@ -10,25 +10,43 @@ from typing import Any
 
 from loadlib.errors import ConfigError
 from loadlib.locust.parts import Node, NodePart
+from loadlib.metrics.confidence import DEFAULT_LEVEL
 from loadlib.metrics.summary_types import Summary
 from loadlib.settings import Options
 from loadlib.verdicts import verdict as verdicts
+from loadlib.verdicts.baseline_file import load_baseline, split_paths
 from loadlib.verdicts.evaluate import Histograms, evaluate, stats_histograms
 from loadlib.verdicts.goodput import parse_request_slo
+from loadlib.verdicts.relative import Baseline
 from loadlib.verdicts.slo import applicable, combine, scenario_defaults
 from loadlib.verdicts.thresholds import Threshold, load_file, parse_option
 
 
 def thresholds_from_options(options: Options, slos: Mapping[str, Sequence[str]] | None = None) -> list[Threshold]:
     """Every threshold of the run: the user's, then the scenario SLO defaults (`slos`: scenario -> expressions) they
-    do not restate. ConfigError (one line) on the first that does not parse."""
+    do not restate. ConfigError (one line) on the first that does not parse, and on a baseline threshold without a
+    usable --llm-baseline (the file is read here, before any load)."""
     found = parse_option(options.llm_threshold)
     path = str(options.llm_thresholds_file or "")
     user = found + (load_file(path) if path else [])
     _check_goodput(user, options)
+    baseline_from_options(options, user)
     if str(options.scenario_slo or "on") == "off":
         return user
     return combine(user, scenario_defaults(slos or {}))
+
+
+def baseline_from_options(options: Options, thresholds: Sequence[Threshold]) -> Baseline | None:
+    """--llm-baseline's summaries, read and pooled; None without the option. A threshold against the baseline
+    without one is a ConfigError."""
+    paths = split_paths(options.llm_baseline)
+    relative = [t for t in thresholds if t.relative is not None]
+    if relative and not paths:
+        raise ConfigError(
+            f"threshold {relative[0].expression!r} compares against a baseline: add --llm-baseline SUMMARY.json, a "
+            "summary of the baseline run written with --llm-summary (docs/baseline.md)"
+        )
+    return load_baseline(paths) if paths else None
 
 
 def _check_goodput(thresholds: Sequence[Threshold], options: Options) -> None:
@@ -55,13 +73,17 @@ class VerdictPart(NodePart):
         self.fatal: str | None = None
         self.not_started: str | None = None
         self.histograms: Histograms | None = None  # percentiles the summary rows do not hold (p90, p99.9)
+        self.baseline: Baseline | None = None  # --llm-baseline, for thresholds against it
         self.confidence: float | None = None  # judge percentiles by their interval at this level (--llm-threshold-ci)
+        self.level = DEFAULT_LEVEL  # --llm-confidence: thresholds against the baseline share 1 - this
 
     def start(self, ctx: Node) -> None:
         self.aborted, self.interrupted, self.fatal = None, False, None
         if not ctx.is_worker:
             self.thresholds = thresholds_from_options(ctx.options, self.slos)
-            self.confidence = float(ctx.options.llm_confidence) if ctx.options.llm_threshold_ci else None
+            self.baseline = baseline_from_options(ctx.options, self.thresholds)
+            self.level = float(ctx.options.llm_confidence)
+            self.confidence = self.level if ctx.options.llm_threshold_ci else None
             stats = getattr(getattr(ctx, "stats", None), "stats", None)  # the run context's StatsPart
             self.histograms = stats_histograms(stats) if stats is not None else None
 
@@ -71,7 +93,14 @@ class VerdictPart(NodePart):
         summary["fatal"] = self.fatal
         summary["not_started"] = self.not_started
         judged = [] if summary.get("capacity") else applicable(self.thresholds, summary)  # a search judges per step
-        results = evaluate(judged, summary, histograms=self.histograms, confidence=self.confidence)
+        results = evaluate(
+            judged,
+            summary,
+            histograms=self.histograms,
+            confidence=self.confidence,
+            baseline=self.baseline,
+            level=self.level,
+        )
         outcome = verdicts.verdict(results, summary)
         if results:
             summary["thresholds"] = results

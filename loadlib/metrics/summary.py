@@ -31,6 +31,8 @@ _MAIN_LATENCIES = (
 )
 _SIDE_LATENCIES = (("first_event", "first_event_ms"), ("ttfb", "ttfb_ms"))
 _MODAL = (("ttft", "ttft_ms"), ("e2e", "e2e_ms"))  # checked for separate modes (loadlib.metrics.modes)
+# latencies whose histograms the summary file keeps (`with_histograms`): the percentiles with an interval
+HISTOGRAM_LATENCIES = ("ttft", "ttfo", "tpot", "stream_tpot", "itl", "e2e")
 
 
 def cache_hit_rate(cached: int, reported: int) -> float | None:
@@ -86,6 +88,23 @@ def confidence_block(level: float) -> dict[str, Any]:
         "method": "exact binomial ranks of order statistics, read from the merged histogram as bucket edges",
         "bucket_relative_width": round(2 * RELATIVE_ERROR, 6),
     }
+
+
+def with_histograms(summary: Mapping[str, Any], stats: LLMStats) -> dict[str, Any]:
+    """The summary with each row's (and the total's) latency histograms in `histograms` (Histogram.to_dict, only
+    those with samples): what a later comparison pools and reads intervals from (docs/baseline.md). Only the summary
+    file carries them: the web UI and the console need no buckets."""
+    out = dict(summary)
+    rows = summary.get("rows") or []
+    out["rows"] = [_with_buckets(r, stats.entries.get((r["scenario"], r["endpoint"]))) for r in rows]
+    if "total" in summary:
+        out["total"] = _with_buckets(summary["total"], stats.total)
+    return out
+
+
+def _with_buckets(row: Row, e: LLMStatsEntry | None) -> Row:
+    found = {k: getattr(e, f"{k}_ms") for k in HISTOGRAM_LATENCIES} if e is not None else {}
+    return cast(Row, {**row, "histograms": {k: h.to_dict() for k, h in found.items() if h.count}})
 
 
 def row_name(scenario: Any, endpoint: Any) -> str:

@@ -60,6 +60,7 @@ class Row(TypedDict, total=False):
     good_requests: int | None
     goodput: float | None
     modes: dict[str, Any]
+    histograms: dict[str, dict[str, Any]]
 
 
 class ThresholdResult(TypedDict, total=False):

@@ -12,16 +12,26 @@ import contextlib
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+_NUMBER_LIST = re.compile(r"\[\s+(-?[\d.eE+-]+(?:,\s+-?[\d.eE+-]+)*)\s+\]")
+
 
 def write_summary(path: str, summary: dict[str, Any], redact: Callable[[str], str]) -> str | None:
     """Write the summary as JSON; the problem as one line, or None when written."""
-    problem = write_text(path, redact(json.dumps(summary, indent=2, default=str)) + "\n", "LLM summary")
+    problem = write_text(path, redact(summary_json(summary)) + "\n", "LLM summary")
     return f"{problem}; the table above is all there is" if problem else None
+
+
+def summary_json(summary: dict[str, Any]) -> str:
+    """Indented JSON with every list of numbers on one line: a histogram's buckets (loadlib.metrics.summary's
+    `histograms`) would otherwise take a line per number."""
+    text = json.dumps(summary, indent=2, default=str)
+    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text)
 
 
 def write_text(path: str, text: str, what: str) -> str | None:

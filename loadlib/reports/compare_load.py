@@ -10,7 +10,6 @@ summary holds one endpoint only, whose total row is exact.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from loadlib.metrics.summary import USAGE_MIN_REQUESTS, USAGE_WARN_SHARE, json_count, json_number
 from loadlib.reports.compare import Context, Measured
+from loadlib.verdicts.baseline_file import read_json
 
 PROBE_SCENARIO = "long_document"
 _SIDE = (
@@ -49,19 +49,7 @@ def read_summary(path: str) -> dict[str, Any]:
 
 
 def _json(path: str) -> Any:
-    p = Path(path)
-    if not p.exists():
-        raise CompareInputError(f"{path}: file not found")
-    if not p.is_file():
-        raise CompareInputError(f"{path}: not a file; pass a summary JSON written by --llm-summary")
-    try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise CompareInputError(f"{path}: not UTF-8 text; pass a summary JSON written by --llm-summary") from None
-    except json.JSONDecodeError as exc:
-        raise CompareInputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}); is it a summary?") from None
-    except OSError as exc:
-        raise CompareInputError(f"{path}: cannot read it ({exc.strerror})") from None
+    return read_json(path, path, CompareInputError)
 
 
 def candidates(summary: dict[str, Any], file: str) -> list[Measured]:

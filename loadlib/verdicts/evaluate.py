@@ -37,14 +37,22 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadlib.histogram import Histogram
-from loadlib.metrics.confidence import more_requests_needed, quantile_interval, requests_needed_from_interval
+from loadlib.metrics.confidence import (
+    DEFAULT_LEVEL,
+    more_requests_needed,
+    quantile_interval,
+    requests_needed_from_interval,
+)
 from loadlib.metrics.stats import TOTAL_KEY, LLMStats
 from loadlib.metrics.summary import json_count, json_number, row_name
 from loadlib.metrics.summary_types import ThresholdResult
 from loadlib.verdicts.thresholds import METRICS, ROW_TAGS, UNITS, Metric, Threshold, braces
+
+if TYPE_CHECKING:
+    from loadlib.verdicts.relative import Baseline
 
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
@@ -90,11 +98,23 @@ def evaluate(
     min_samples: int = 20,
     histograms: Histograms | None = None,
     confidence: float | None = None,
+    baseline: Baseline | None = None,
+    level: float = DEFAULT_LEVEL,
 ) -> list[ThresholdResult]:
     """One result per threshold, in order (keys: expression, metric, aggregate, tags, op, limit, unit, value,
     passed, samples, reason, origin; interval and more_requests when judged by the interval). `histograms` answers
-    percentiles the summary rows do not hold; `confidence` judges latency percentiles by their interval."""
-    return [evaluate_one(t, summary, min_samples, histograms, confidence) for t in thresholds]
+    percentiles the summary rows do not hold; `confidence` judges latency percentiles by their interval; `baseline`
+    the thresholds against a baseline (loadlib.verdicts.relative), which share the false-alarm budget 1 - `level`
+    (--llm-confidence), strictly (pass only within the margin) with `confidence`."""
+    from loadlib.verdicts.relative import evaluate_relative, level_for
+
+    shared = level_for(thresholds, level)
+    return [
+        evaluate_relative(t, summary, baseline, shared, min_samples, histograms, strict=confidence is not None)
+        if t.relative is not None
+        else evaluate_one(t, summary, min_samples, histograms, confidence)
+        for t in thresholds
+    ]
 
 
 def evaluate_one(

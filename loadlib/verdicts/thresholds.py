@@ -10,6 +10,15 @@ Grammar (k6's thresholds, with the tag filter written into the expression)::
     output_tokens_per_s > 500             cost_per_1k_tokens <= 0.0015
     schema_valid >= 99%
 
+Against a baseline run (--llm-baseline, docs/baseline.md), the limit is the baseline's own value, optionally
+with a margin in %::
+
+    ttft p95 < baseline + 10%             output_tokens_per_s > baseline - 5%
+    e2e{endpoint=primary} p50 <= baseline
+
+A latency percentile is then judged with both runs' intervals (loadlib.verdicts.relative); any other number by
+its value against the baseline's.
+
 - METRIC: a name of `METRICS` below. `goodput` is the share of requests that met every bound of the per-request SLO
   (--llm-request-slo, loadlib.verdicts.goodput); a goodput threshold without one is refused.
 - TAG=VALUE (k6's `TAG:VALUE` also works): `scenario` and `endpoint` select summary rows; `class` (an error class of
@@ -150,6 +159,7 @@ _TAG_VALUE = re.compile(r"[\w.\-:@/+]+")
 _NUMBER = re.compile(r"(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>.*)")
 _K6_PERCENTILE = re.compile(r"p\((\d+(?:\.\d+)?)\)")
 _PERCENTILE = re.compile(r"p(\d+(?:\.\d+)?)")
+_BASELINE = re.compile(r"baseline\s*(?:(?P<sign>[+-])\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>\S*))?\s*")
 _JOINED = re.compile(r",\s*[A-Za-z_]\w*[^,]*?(?:[<>]|==)")
 GRAMMAR = "METRIC[{TAG=VALUE,...}] [AGG] OP NUMBER[UNIT], e.g. 'ttft p95 < 150ms'"
 
@@ -161,7 +171,9 @@ class Threshold:
     metrics that take none; `tags` are (name, value) pairs in the order scenario, endpoint, class; `origin` names a
     scenario SLO default ("support_chat SLO", loadlib.verdicts.slo), "" for the user's own. `abort_on_fail` and
     `abort_delay_s` are k6's abortOnFail and delayAbortEval of a threshold file's object form (seconds); None leaves
-    them to --llm-abort-on-fail and --llm-abort-delay (loadlib.locust.abort)."""
+    them to --llm-abort-on-fail and --llm-abort-delay (loadlib.locust.abort). `relative` is the signed margin of a
+    threshold against the baseline (`baseline + 10%`: 0.1; `baseline`: 0.0), None for a fixed limit; its `limit` is
+    then the factor 1 + relative, made a value only by the baseline."""
 
     expression: str
     metric: str
@@ -171,6 +183,7 @@ class Threshold:
     limit: float
     unit: str
     origin: str = ""
+    relative: float | None = None
     abort_on_fail: bool | None = None
     abort_delay_s: float | None = None
 
@@ -207,7 +220,8 @@ def parse(expr: str, where: str = "--llm-threshold") -> Threshold:
     tail = _TAIL.fullmatch(rest)
     if tail is None:
         raise refuse(f"no comparison after {metric.name!r}", hint=f"expected {GRAMMAR}")
-    limit, unit = _limit(tail["value"], metric, refuse)
+    relative = _relative(tail["value"], tail["op"], refuse)
+    limit, unit = (1.0 + relative, "") if relative is not None else _limit(tail["value"], metric, refuse)
     return Threshold(
         expression=expr.strip(),
         metric=metric.name,
@@ -216,7 +230,23 @@ def parse(expr: str, where: str = "--llm-threshold") -> Threshold:
         op=_op(tail["op"], refuse),
         limit=limit,
         unit=unit,
+        relative=relative,
     )
+
+
+def _relative(text: str, op: str, refuse: _Refusal) -> float | None:
+    """`baseline`, `baseline + 10%`, `baseline - 5%`: the signed margin as a fraction; None for a plain number."""
+    if not text.lower().startswith("baseline"):
+        return None
+    m = _BASELINE.fullmatch(text)
+    if m is None or (m["num"] and m["unit"] != "%"):
+        raise refuse(f"{text!r} is not a baseline limit", hint="write 'baseline', 'baseline + 10%' or 'baseline - 5%'")
+    if op == "==":
+        raise refuse("'==' against a baseline is never judged", hint="use <, <=, > or >=", valid=OPS[:4])
+    margin = float(Decimal(m["num"] or 0) / 100) * (-1.0 if m["sign"] == "-" else 1.0)
+    if margin <= -1.0:
+        raise refuse(f"{text!r} leaves nothing of the baseline", hint="a margin below the baseline is under 100%")
+    return margin
 
 
 def braces(pairs: Sequence[tuple[str, str]]) -> str:

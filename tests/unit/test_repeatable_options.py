@@ -28,4 +28,11 @@ def test_one_occurrence_or_none_is_as_before() -> None:
 
 
 def test_the_lists_that_are_repeatable() -> None:
-    assert {o.flag for o in OPTIONS if o.repeatable} == {"--llm-threshold", "--llm-drill"}
+    assert {o.flag for o in OPTIONS if o.repeatable} == {"--llm-threshold", "--llm-drill", "--llm-baseline"}
+
+
+def test_baseline_repeats_pool() -> None:
+    """--llm-baseline a.json --llm-baseline b.json: both runs, pooled (loadlib.verdicts.baseline_file)."""
+    assert (
+        parser().parse_args(["--llm-baseline", "a.json", "--llm-baseline", "b.json"]).llm_baseline == "a.json; b.json"
+    )

@@ -103,10 +103,13 @@ def test_the_smoke_test_is_distributed_headless_and_its_verdict_is_the_master_s(
     known = {o.flag for o in OPTIONS}
     unknown = set(re.findall(r"--llm-[a-z-]+", master)) - known
     assert unknown <= PENDING_OPTIONS, f"options the master does not have: {sorted(unknown)}"
-    # The step ends with the master's status; the later steps run whatever it was and change nothing.
+    # The step ends with the master's status; the later steps run whatever it was, and only the comparison against
+    # the baseline can fail the job on top of it (a regression).
     assert 'wait "$master" || status=$?' in script and script.rstrip().endswith('exit "$status"')
     after = steps[[s.get("run") for s in steps].index(script) + 1 :]
-    assert after and all(s.get("if") == "always()" for s in after)
+    assert after and all(s.get("if", "").startswith("always()") for s in after)
+    deciding = [s for s in after if "run" in s and 'exit "$status"' in s["run"]]
+    assert [s["name"] for s in deciding] == ["Compare against the baseline"]
 
 
 def test_the_summary_page_gets_the_markdown_once_from_the_master(steps: list[dict[str, Any]]) -> None:
@@ -116,15 +119,40 @@ def test_the_summary_page_gets_the_markdown_once_from_the_master(steps: list[dic
     master_step = next(s for s in steps if s.get("run") == smoke_script(steps))
     assert "--llm-markdown" in master_step["run"]
     assert "GITHUB_STEP_SUMMARY" not in (master_step.get("env") or {}), "the master must see Actions' own variable"
-    writers = [s for s in steps if "GITHUB_STEP_SUMMARY" in s.get("run", "")]
+    writers = [s for s in steps if "GITHUB_STEP_SUMMARY" in s.get("run", "") and "--baseline" not in s["run"]]
     assert all("results/summary.md" not in ln for s in writers for ln in s["run"].splitlines() if "cat " in ln)
     (note,) = writers
     assert note.get("if") == "always()" and "if [ ! -f results/summary.md ]" in note["run"]
 
 
 def test_reports_reach_the_artifact_and_a_check(steps: list[dict[str, Any]]) -> None:
-    (upload,) = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@")]
+    uploads = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@")]
+    (upload,) = [s for s in uploads if s["with"]["name"] != "loadtest-baseline"]
     assert upload["uses"] == "actions/upload-artifact@v4" and upload["with"]["path"].rstrip("/") == "results"
     (junit,) = [s for s in steps if s.get("uses", "").startswith("mikepenz/action-junit-report@")]
     assert junit["with"]["report_paths"] == "results/junit.xml"
     assert junit.get("continue-on-error") is True, "publishing must not change the master's verdict"
+
+
+def test_a_baseline_is_kept_on_the_default_branch_and_pull_requests_compare_against_it(
+    workflow: dict[str, Any], steps: list[dict[str, Any]]
+) -> None:
+    """docs/baseline.md, "In CI": a passing push keeps results/summary.json as the artifact loadtest-baseline; a pull
+    request fetches the latest and compares, its Markdown on the summary page, its exit status the step's."""
+    triggers = workflow[True] if True in workflow else workflow["on"]
+    assert "push" in triggers and workflow["permissions"]["actions"] == "read"
+    (keep,) = [s for s in steps if s.get("with", {}).get("name") == "loadtest-baseline"]
+    assert keep["with"]["path"] == "results/summary.json"
+    assert "github.event_name == 'push'" in keep["if"] and "steps.smoke.outcome == 'success'" in keep["if"]
+    (fetch,) = [s for s in steps if "gh run download" in s.get("run", "")]
+    assert (
+        "--name loadtest-baseline --dir baseline" in fetch["run"]
+        and "github.event_name == 'pull_request'" in fetch["if"]
+    )
+    (compare,) = [s for s in steps if "compare --baseline" in s.get("run", "")]
+    run = compare["run"]
+    assert "python -m loadlib compare --baseline baseline/summary.json results/summary.json" in run
+    assert "--markdown results/baseline.md || status=$?" in run and run.rstrip().endswith('exit "$status"')
+    assert 'cat results/baseline.md >> "$GITHUB_STEP_SUMMARY"' in run
+    (reports,) = [s for s in steps if s.get("with", {}).get("name") == "loadtest-smoke-results"]
+    assert steps.index(fetch) < steps.index(compare) < steps.index(reports), "the table reaches the artifact too"
