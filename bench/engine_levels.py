@@ -27,8 +27,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from loadlib.mock import MockConfig, start_subprocess
 from loadlib.mock.engine.capacity import closed_level
 from loadlib.mock.engine.params import PROFILES
-from loadlib.mock.engine.sim import Workload, quantile, solo_e2e_s, tpot_ms, ttft_ms
-from tests.integration.engine_load import closed_loop
+from loadlib.mock.engine.sim import Workload, quantile, seen_ms, solo_e2e_s
+from tests.integration.engine_load import closed_loop, link_ms
 
 SPREAD = 0.5  # answers of 50-150 % of --output tokens: users that start together drift apart, as real ones do
 
@@ -51,7 +51,8 @@ def level(base: str, port: int, users: int, rounds: int, words: int, output: int
     """One level: run, then compare the measured p50s with the model's and /metrics with the client's counts."""
     params = PROFILES["h20-8b"]
     urllib.request.urlopen(urllib.request.Request(base + "/mock/reset", b"", method="POST"), timeout=10).read()
-    work = Workload(2 * words + 20, output, output_spread=SPREAD, turnaround_ms=0.5)
+    link = link_ms(("127.0.0.1", port))
+    work = Workload(2 * words + 20, output, output_spread=SPREAD, link_ms=link, think_ms=0.0)
     solo = solo_e2e_s(params, work)
     samples = closed_loop(("127.0.0.1", port), users, 300.0, spread_s=solo, limit=rounds, words=words, work=work)
     records = {r["request_id"]: r for r in json.loads(get(base + "/mock/truth?limit=100000"))["records"]}
@@ -65,9 +66,10 @@ def level(base: str, port: int, users: int, rounds: int, words: int, output: int
         "answers": len(measured),
         "ttft": quantile([s.ttft_ms for s in measured], 0.5),
         "late": quantile(late, 0.5),
-        "ttft_model": quantile([ttft_ms(s) for s in model], 0.5),
+        "ttft_model": quantile([seen_ms("ttft", s, work) for s in model], 0.5),
+        "link": link,
         "tpot": quantile([s.tpot_ms for s in measured], 0.5),
-        "tpot_model": quantile([tpot_ms(s) for s in model], 0.5),
+        "tpot_model": quantile([seen_ms("tpot", s, work) for s in model], 0.5),
         "metrics_requests": counts.get("vllm:request_success_total", 0.0),
         "client_requests": len(samples),
         "metrics_tokens": counts.get("vllm:generation_tokens_total", 0.0),
@@ -79,7 +81,7 @@ def show(row: dict[str, float]) -> str:
     return (
         f"{row['users']:>5} {row['answers']:>7} | TTFT p50 {row['ttft']:8.1f} model {row['ttft_model']:8.1f} "
         f"x{row['ttft'] / row['ttft_model']:.3f} | TPOT p50 {row['tpot']:6.2f} model {row['tpot_model']:6.2f} "
-        f"x{row['tpot'] / row['tpot_model']:.3f} | mock late p50 {row['late']:.2f} | "
+        f"x{row['tpot'] / row['tpot_model']:.3f} | link {row['link']:.3f} mock late p50 {row['late']:.2f} | "
         f"/metrics requests {row['metrics_requests']:.0f}/"
         f"{row['client_requests']} tokens {row['metrics_tokens']:.0f}/{row['client_tokens']}"
     )

@@ -114,6 +114,30 @@ def closed_loop(
     return asyncio.run(_closed_loop(url, users, seconds, spread_s, limit, words, work))
 
 
+async def _ping(host: str, port: int, count: int) -> list[float]:
+    reader, writer = await asyncio.open_connection(host, port)
+    request = f"GET /health HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
+    out: list[float] = []
+    try:
+        for _ in range(count):
+            sent = time.perf_counter()
+            writer.write(request)
+            data = b""
+            while not data.endswith(b"\r\n\r\nok"):
+                async with asyncio.timeout(10.0):
+                    data += await reader.read(4096)
+            out.append(time.perf_counter() - sent)
+    finally:
+        writer.close()
+    return out
+
+
+def link_ms(url: tuple[str, int], count: int = 50) -> float:
+    """This client's one-way distance from the mock (the simulation's `Workload.link_ms`): half the median round
+    trip of `GET /health` over one keep-alive connection, the same loop and socket path as its streams."""
+    return p50(asyncio.run(_ping(*url, count))) * 1000.0 / 2.0
+
+
 def p50(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[(len(ordered) - 1) // 2]

@@ -19,8 +19,15 @@ from loadlib.mock.engine.seq import Seq
 class Workload:
     """What every simulated request asks: its prompt (the first `shared_prefix_tokens` of it the same for all, a
     system prompt) and its output, `output_spread` the output's relative spread (uniform, +/-, a fixed function of
-    the user and the request's number: `output_of`). `turnaround_ms`: a closed-loop user's gap from one answer's end
-    to its next request (client and network), which decides whether the request catches the step starting then.
+    the user and the request's number: `output_of`).
+
+    The client sits `link_ms` away from the engine's step loop, each way: a request joins the queue that long after
+    the client sent it, and a token reaches the client that long after its step ended (network, the server's HTTP
+    writer, the client's reading). A closed-loop user sends its next request `think_ms` after it read the last
+    answer's end (its wait_time and its own work). So the engine sees the user come back 2 x link + think after the
+    last token, mid-step, and waits for the next step; the client's TTFT and E2E carry the link both ways
+    (`seen_ms`). While the engine is busy the two cancel: only think moves the client's TTFT; with it idle, the
+    link adds to it.
 
     Answers of one length keep users that started together in step for ever (they finish together and come back
     together); a spread mixes them, as real answers do, so a level settles into one steady state."""
@@ -28,7 +35,8 @@ class Workload:
     prompt_tokens: int = 512
     output_tokens: int = 64
     shared_prefix_tokens: int = 0
-    turnaround_ms: float = 1.0
+    link_ms: float = 0.5
+    think_ms: float = 0.0
     output_spread: float = 0.0
 
 
@@ -99,18 +107,21 @@ def closed_loop(
     sent = dict.fromkeys(range(users), 0)
     user_of: dict[int, int] = {}
 
+    link, think = workload.link_ms / 1000.0, workload.think_ms / 1000.0
+
     def send(user: int, at: float) -> None:
+        """The user sends at `at`; the engine sees it a link later."""
         rid = next(ids)
         user_of[rid] = user
-        seq = _seq(params, workload, rid, at, output_of(workload, user, sent[user]))
+        seq = _seq(params, workload, rid, at + link, output_of(workload, user, sent[user]))
         sent[user] += 1
-        heapq.heappush(heap, (at, rid, seq))
+        heapq.heappush(heap, (seq.arrival, rid, seq))
 
     def finished(seq: Seq, t: float) -> None:
         done.append(seq)
         user = user_of[seq.rid]
         if sent[user] < rounds:
-            send(user, t + workload.turnaround_ms / 1000.0)
+            send(user, t + link + think)  # read a link after the step's end, sent a think later
 
     spread = solo_e2e_s(params, workload) if spread_s is None else spread_s
     for user in range(users):
@@ -131,9 +142,12 @@ def poisson_arrivals(n: int, rate: float, seed: int) -> list[float]:
 
 
 def open_loop(params: EngineParams, workload: Workload, times: list[float]) -> list[Seq]:
-    """One request at each of `times` (seconds), whatever the server's state. Returns every request."""
+    """One request sent at each of `times` (seconds), whatever the server's state. Returns every request."""
     engine = Engine(params)
-    heap = [(at, i, _seq(params, workload, i, at, output_of(workload, 0, i))) for i, at in enumerate(times)]
+    link = workload.link_ms / 1000.0
+    heap = [
+        (at + link, i, _seq(params, workload, i, at + link, output_of(workload, 0, i))) for i, at in enumerate(times)
+    ]
     heapq.heapify(heap)
     done: list[Seq] = []
     _drive(engine, heap, lambda seq, t: done.append(seq))
@@ -155,6 +169,11 @@ def e2e_ms(seq: Seq) -> float:
 
 
 METRICS: dict[str, Callable[[Seq], float]] = {"ttft": ttft_ms, "tpot": tpot_ms, "e2e": e2e_ms}
+
+
+def seen_ms(metric: str, seq: Seq, workload: Workload) -> float:
+    """`metric` (of METRICS) as the client measures it: TTFT and E2E carry the link both ways, TPOT none."""
+    return METRICS[metric](seq) + (0.0 if metric == "tpot" else 2.0 * workload.link_ms)
 
 
 def quantile(values: list[float], q: float) -> float:
