@@ -2,10 +2,14 @@
 
 A real mock process (`--engine batching`, profile h20-8b) pinned to core 0; this client pinned to core 1 runs
 1, 8, 32, 64 and 128 closed-loop users in turn, each user sending --rounds requests (its first, the ramp, left
-out), then prints per
-level: the client's p50s, the model's (`loadlib.mock.engine.capacity.closed_level`, the same simulation behind
-/mock/capacity), their ratio, and whether /metrics counted the same requests and tokens as the client. "mock late" is
-how late the mock wrote first tokens against the model's times (a busy machine): the client's TTFT carries it.
+out), then prints per level: the client's p50s, the model's (`loadlib.mock.engine.capacity.closed_level`, the same
+simulation behind /mock/capacity, as its client measures: `sim.seen_ms`), their ratio, and whether /metrics counted
+the same requests and tokens as the client. The model's client is this one: its link (one way) is half the median
+round trip of `GET /health` measured before each level, its think time 0 (it sends its next request as it reads the
+end). "mock late" is how late the mock wrote first tokens against the model's times, "client lag" how long after
+that write the client read it, counted from its send (the link both ways, and a busy client). While the engine is
+busy both cancel (they delay a user's next request as much as its reading); a client lag far above 2 x link is a
+starved client, whose users come back a step late.
 
     /work/venv/bin/python bench/engine_levels.py [--rounds 10] [--levels 1,8,32,64,128] [--output 32] [--words 60]
 """
@@ -66,6 +70,7 @@ def level(base: str, port: int, users: int, rounds: int, words: int, output: int
         "answers": len(measured),
         "ttft": quantile([s.ttft_ms for s in measured], 0.5),
         "late": quantile(late, 0.5),
+        "lag": quantile([s.ttft_ms - records[s.request_id]["first_token_sent_ms"] for s in measured], 0.5),
         "ttft_model": quantile([seen_ms("ttft", s, work) for s in model], 0.5),
         "link": link,
         "tpot": quantile([s.tpot_ms for s in measured], 0.5),
@@ -81,7 +86,8 @@ def show(row: dict[str, float]) -> str:
     return (
         f"{row['users']:>5} {row['answers']:>7} | TTFT p50 {row['ttft']:8.1f} model {row['ttft_model']:8.1f} "
         f"x{row['ttft'] / row['ttft_model']:.3f} | TPOT p50 {row['tpot']:6.2f} model {row['tpot_model']:6.2f} "
-        f"x{row['tpot'] / row['tpot_model']:.3f} | link {row['link']:.3f} mock late p50 {row['late']:.2f} | "
+        f"x{row['tpot'] / row['tpot_model']:.3f} | link {row['link']:.3f} mock late {row['late']:.2f} "
+        f"client lag {row['lag']:.2f} | "
         f"/metrics requests {row['metrics_requests']:.0f}/"
         f"{row['client_requests']} tokens {row['metrics_tokens']:.0f}/{row['client_tokens']}"
     )
