@@ -5,11 +5,14 @@ A real mock process (`--engine batching`, profile h20-8b) pinned to core 0; this
 out), then prints per level: the client's p50s, the model's (`loadlib.mock.engine.capacity.closed_level`, the same
 simulation behind /mock/capacity, as its client measures: `sim.seen_ms`), their ratio, and whether /metrics counted
 the same requests and tokens as the client. The model's client is this one: its link (one way) is half the median
-round trip of `GET /health` measured before each level, its think time 0 (it sends its next request as it reads the
-end). "mock late" is how late the mock wrote first tokens against the model's times, "client lag" how long after
-that write the client read it, counted from its send (the link both ways, and a busy client). While the engine is
-busy both cancel (they delay a user's next request as much as its reading); a client lag far above 2 x link is a
-starved client, whose users come back a step late.
+round trip of `GET /health` (each after 10 ms asleep, as a request waits for its first token) measured before each
+level, its think time 0 (it sends its next request as it reads the end). "mock late" is how late the mock wrote first
+tokens against the model's times, "client lag" how long after that write the client read it, counted from its send
+(the link both ways, and a busy client). While the engine is busy both cancel (they delay a user's next request as
+much as its reading); a client lag far above 2 x link is a starved client, whose users come back a step late.
+"same requests" is the median of each request's TTFT over the model's for the same request (user and number): a
+level's TTFTs fall in a few modes (steps with one prefill more or less), and where its median sits between two, a
+few requests in the other mode move the p50 by a mode's gap (32 and 64 users: 4 and 7 ms).
 
     /work/venv/bin/python bench/engine_levels.py [--rounds 10] [--levels 1,8,32,64,128] [--output 32] [--words 60]
 """
@@ -64,6 +67,8 @@ def level(base: str, port: int, users: int, rounds: int, words: int, output: int
     late = [records[s.request_id]["first_token_sent_ms"] - records[s.request_id]["planned_ttft_ms"] for s in measured]
     work = dataclasses.replace(work, prompt_tokens=records[samples[0].request_id]["billed_prompt_tokens"])
     model = closed_level(params, work, users, rounds)
+    by_request = {s.rid: seen_ms("ttft", s, work) for s in model}
+    pairs = [s.ttft_ms / by_request[(s.user, s.index)] for s in measured]
     counts = scrape(base)
     return {
         "users": users,
@@ -73,6 +78,7 @@ def level(base: str, port: int, users: int, rounds: int, words: int, output: int
         "lag": quantile([s.ttft_ms - records[s.request_id]["first_token_sent_ms"] for s in measured], 0.5),
         "ttft_model": quantile([seen_ms("ttft", s, work) for s in model], 0.5),
         "link": link,
+        "same": quantile(pairs, 0.5),
         "tpot": quantile([s.tpot_ms for s in measured], 0.5),
         "tpot_model": quantile([seen_ms("tpot", s, work) for s in model], 0.5),
         "metrics_requests": counts.get("vllm:request_success_total", 0.0),
@@ -85,7 +91,8 @@ def level(base: str, port: int, users: int, rounds: int, words: int, output: int
 def show(row: dict[str, float]) -> str:
     return (
         f"{row['users']:>5} {row['answers']:>7} | TTFT p50 {row['ttft']:8.1f} model {row['ttft_model']:8.1f} "
-        f"x{row['ttft'] / row['ttft_model']:.3f} | TPOT p50 {row['tpot']:6.2f} model {row['tpot_model']:6.2f} "
+        f"x{row['ttft'] / row['ttft_model']:.3f} (same requests x{row['same']:.3f}) | "
+        f"TPOT p50 {row['tpot']:6.2f} model {row['tpot_model']:6.2f} "
         f"x{row['tpot'] / row['tpot_model']:.3f} | link {row['link']:.3f} mock late {row['late']:.2f} "
         f"client lag {row['lag']:.2f} | "
         f"/metrics requests {row['metrics_requests']:.0f}/"

@@ -70,8 +70,10 @@ def within(measured: float, predicted: float, rel: float = 0.05) -> bool:
 def test_levels_follow_the_model_and_metrics_count_what_the_client_saw(engine_mock: MockProcess) -> None:
     """1, 8 and 32 closed-loop users: TPOT grows with the batch, TTFT with the queue, and each level's p50s are
     within 5 % of the model's for this client (the simulation behind /mock/capacity, for the same users, requests
-    and prompt, and the client's link measured by `GET /health` round trips), and the client reads the mock's first
-    writes within 2 ms."""
+    and prompt, and the client's link measured by `GET /health` round trips). Alone (the engine idle, no step's
+    writes in the way of its request), the client has its first token within 2 ms of the mock's write, counted from
+    its send; with others it sends as it reads an end, while the mock is still writing that step, and the mock reads
+    the request after that (which the model's queue takes back, as the TTFTs check)."""
     spread = solo_e2e_s(PROFILE, WORK)
     rows = []
     for users, rounds in ((1, 8), (8, 6), (32, 4)):
@@ -97,10 +99,12 @@ def test_levels_follow_the_model_and_metrics_count_what_the_client_saw(engine_mo
         assert counts["vllm:generation_tokens_total"] == sum(s.tokens for s in samples)
         assert counts["vllm:time_to_first_token_seconds_count"] == len(samples)
         assert counts["vllm:num_requests_running"] == counts["vllm:num_requests_waiting"] == 0
+    assert rows[0]["client_after_write"] < 2.0, rows
     for row in rows:
-        assert within(*row["ttft"]) and within(*row["tpot"]) and row["client_after_write"] < 2.0, rows
+        assert within(*row["ttft"]) and within(*row["tpot"]), rows
     assert rows[0]["tpot"][0] < rows[1]["tpot"][0] < rows[2]["tpot"][0], rows
     assert rows[2]["ttft"][0] > 2 * rows[0]["ttft"][0], rows
+    print("levels (client, model):", [(r["users"], r["ttft"], r["tpot"]) for r in rows])
 
 
 def test_metrics_gauges_follow_the_load_within_a_scrape(engine_mock: MockProcess) -> None:

@@ -9,6 +9,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import count
+from typing import Any
 
 from loadlib.mock.engine.model import Engine
 from loadlib.mock.engine.params import EngineParams
@@ -57,14 +58,14 @@ def output_of(workload: Workload, user: int, index: int) -> int:
     return max(1, round(workload.output_tokens * (1.0 + spread)))
 
 
-def prompt_keys(workload: Workload, request: int, block_size: int) -> tuple[int, ...]:
+def prompt_keys(workload: Workload, request: Any, block_size: int) -> tuple[int, ...]:
     """Block keys of a request's prompt: shared blocks name the shared prefix, the rest are the request's own."""
     shared = min(workload.shared_prefix_tokens, workload.prompt_tokens) // block_size
     full = workload.prompt_tokens // block_size
     return tuple(hash(("shared", j)) if j < shared else hash((request, j)) for j in range(full))
 
 
-def _seq(params: EngineParams, workload: Workload, rid: int, at: float, output: int) -> Seq:
+def _seq(params: EngineParams, workload: Workload, rid: Any, at: float, output: int) -> Seq:
     keys = prompt_keys(workload, rid, params.block_size)
     return Seq(rid, at, workload.prompt_tokens, output, keys)
 
@@ -99,27 +100,26 @@ def closed_loop(
 ) -> list[Seq]:
     """`users` users each sending `rounds` requests back to back, the first requests spread evenly over `spread_s`
     (default: one request's time alone, as a ramp-up would; users that start together stay in step, which real
-    clients, never exactly together, do not). Returns every request."""
+    clients, never exactly together, do not). Returns every request, its `rid` (user, request number), so a client
+    that replays the workload can set each of its requests beside the model's."""
     engine = Engine(params)
     ids = count()
     done: list[Seq] = []
     heap: list[tuple[float, int, Seq]] = []
     sent = dict.fromkeys(range(users), 0)
-    user_of: dict[int, int] = {}
 
     link, think = workload.link_ms / 1000.0, workload.think_ms / 1000.0
 
     def send(user: int, at: float) -> None:
         """The user sends at `at`; the engine sees it a link later."""
-        rid = next(ids)
-        user_of[rid] = user
-        seq = _seq(params, workload, rid, at + link, output_of(workload, user, sent[user]))
+        index = sent[user]
+        seq = _seq(params, workload, (user, index), at + link, output_of(workload, user, index))
         sent[user] += 1
-        heapq.heappush(heap, (seq.arrival, rid, seq))
+        heapq.heappush(heap, (seq.arrival, next(ids), seq))
 
     def finished(seq: Seq, t: float) -> None:
         done.append(seq)
-        user = user_of[seq.rid]
+        user = seq.rid[0]
         if sent[user] < rounds:
             send(user, t + link + think)  # read a link after the step's end, sent a think later
 
