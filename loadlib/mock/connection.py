@@ -47,6 +47,7 @@ class Connection(asyncio.Protocol):
         "_head",
         "busy",
         "closed",
+        "held",
         "host",
         "id",
         "job",
@@ -65,6 +66,7 @@ class Connection(asyncio.Protocol):
         self._continued = False
         self.busy = False  # a response is being produced
         self.closed = False
+        self.held = b""  # bytes to go out with the next write
         self.paused = False  # the transport's write buffer is over its high-water mark
         self.waiter: Callable[[], None] | None = None  # run when writing may resume
         self.job: Job | None = None
@@ -131,9 +133,16 @@ class Connection(asyncio.Protocol):
 
     # response side
     def write(self, data: bytes) -> None:
+        if self.held:
+            data, self.held = self.held + data, b""
         if not self.closed:
             self.transport.write(data)
             self.host.stats.bytes_sent += len(data)
+
+    def hold(self, data: bytes) -> None:
+        """`data` goes out in front of the next write, in one packet (a stream's head with its first token: a
+        client must not wait a second read for the token)."""
+        self.held += data
 
     def respond(self, status: int, headers: list[tuple[str, str]], body: bytes, keep_alive: bool = True) -> None:
         """A whole response with Content-Length, then the next request."""

@@ -48,7 +48,7 @@ from loadlib.mock.render import bad_request, content_hash, context_error, offset
 from loadlib.mock.response_cache import HEADER as CACHE_HEADER
 from loadlib.mock.response_cache import HIT, HIT_OVERRIDES, ResponseCache, cache_key, parse_fields
 from loadlib.mock.schedule import Scheduler
-from loadlib.mock.truth import Stats, TruthLog, TruthRecord
+from loadlib.mock.truth import Stats, TruthLog, TruthRecord, truth_query
 from loadlib.mockapi.config import MockConfig, MockConfigError, parse_overrides
 from loadlib.records.tokens import get_encoding
 
@@ -220,28 +220,18 @@ class MockServer:
         return {name: getattr(self.config, name) for name in self.config.__dataclass_fields__}
 
     def reset(self) -> None:
+        """Counters, truth and /metrics start again, and both caches forget: a run after it starts cold."""
         self.stats.reset(keep_open=len(self._conns))
         self.truth.clear()
         self.metrics = EngineMetrics()
+        self.responses.clear()
         if self.driver is not None:
             self.driver.metrics = self.metrics
+            self.driver.engine.kv.forget()
 
     def _truth(self, conn: Connection, req: RequestHead) -> None:
-        ids = req.query.get("request_id")
-        if ids:
-            rec = self.truth.get(ids[-1])
-            if rec is None:
-                conn.respond(404, [JSON], bad_request("openai", f"no ground truth for request {ids[-1]!r}"))
-            else:
-                conn.respond(200, [JSON], orjson.dumps(rec.to_dict()))
-            return
-        try:
-            limit = int(req.query.get("limit", [str(DEFAULT_TRUTH_LIMIT)])[-1])
-        except ValueError:
-            conn.respond(400, [JSON], bad_request("openai", "limit must be an integer"))
-            return
-        records = [r.to_dict() for r in self.truth.last(limit)]
-        conn.respond(200, [JSON], orjson.dumps({"count": len(records), "records": records}))
+        status, body = truth_query(self.truth, req.query, DEFAULT_TRUTH_LIMIT)
+        conn.respond(status, [JSON], body)
 
     def _config(self, conn: Connection, req: RequestHead) -> None:
         """GET shows the server defaults; POST changes them (JSON object or `key=value,...`) for later requests."""

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from loadlib.mock.render import bad_request
+
 ID_PREFIXES = ("chatcmpl-", "msg_", "req_", "toolu_")
 
 
@@ -273,3 +275,19 @@ _ARRAY_INDEX = tuple(i for i, name in enumerate(TruthRecord.__slots__) if name i
 
 def _stamp_bytes(frozen: tuple[Any, ...]) -> int:
     return sum(len(frozen[i]) for i in _ARRAY_INDEX)
+
+
+def truth_query(log: TruthLog, query: dict[str, list[str]], default_limit: int) -> tuple[int, bytes]:
+    """`GET /mock/truth`: one record by `request_id` (404 when unknown) or the last `limit`; status and JSON body."""
+    ids = query.get("request_id")
+    if ids:
+        rec = log.get(ids[-1])
+        if rec is None:
+            return 404, bad_request("openai", f"no ground truth for request {ids[-1]!r}")
+        return 200, orjson.dumps(rec.to_dict())
+    try:
+        limit = int(query.get("limit", [str(default_limit)])[-1])
+    except ValueError:
+        return 400, bad_request("openai", "limit must be an integer")
+    records = [r.to_dict() for r in log.last(limit)]
+    return 200, orjson.dumps({"count": len(records), "records": records})

@@ -114,6 +114,33 @@ def closed_loop(
     return asyncio.run(_closed_loop(url, users, seconds, spread_s, limit, words, work))
 
 
+async def _ping(host: str, port: int, count: int, idle_s: float) -> list[float]:
+    reader, writer = await asyncio.open_connection(host, port)
+    request = f"GET /health HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
+    out: list[float] = []
+    try:
+        for _ in range(count):
+            await asyncio.sleep(idle_s)
+            sent = time.perf_counter()
+            writer.write(request)
+            data = b""
+            while not data.endswith(b"\r\n\r\nok"):
+                async with asyncio.timeout(10.0):
+                    data += await reader.read(4096)
+            out.append(time.perf_counter() - sent)
+    finally:
+        writer.close()
+    return out
+
+
+def link_ms(url: tuple[str, int], count: int = 20, idle_s: float = 0.01) -> float:
+    """This client's one-way distance from the mock (the simulation's `Workload.link_ms`): half the median round
+    trip of `GET /health` over one keep-alive connection, the same loop and socket path as its streams, each after
+    `idle_s` asleep (as both sides are between a request and its first token: waking costs a loaded box 0.1 ms or
+    more each way, three times a round trip back to back)."""
+    return p50(asyncio.run(_ping(*url, count, idle_s))) * 1000.0 / 2.0
+
+
 def p50(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[(len(ordered) - 1) // 2]

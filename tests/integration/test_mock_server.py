@@ -609,3 +609,23 @@ def test_start_subprocess_from_a_gevent_patched_process() -> None:
     out = subprocess.run([sys.executable, "-c", GEVENT_SCRIPT], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["ok", "thread", "refused", "exit", "0"]
+
+
+def test_reset_empties_the_prefix_cache_and_the_response_cache() -> None:
+    """After `POST /mock/reset` a request the response cache had seen is a miss again, and a prompt whose system
+    prompt the engine had cached is prefilled whole."""
+    system = {"role": "system", "content": "You answer questions about the mock. " * 12}
+
+    def ask(handle: Any, question: str) -> tuple[str, int]:
+        payload = {"model": "m", "max_tokens": 2, "messages": [system, {"role": "user", "content": question}]}
+        wire = call(handle, "/v1/chat/completions", payload)
+        assert wire.status == 200, wire.body
+        return wire.headers["x-cache"], wire.json()["usage"]["prompt_tokens_details"]["cached_tokens"]
+
+    with start_in_thread(MockConfig(engine="batching", response_cache="messages")) as handle:
+        assert ask(handle, "one?") == ("MISS", 0)
+        assert ask(handle, "one?")[0] == "HIT"
+        assert ask(handle, "two?")[1] > 0  # the system prompt's blocks, cached by the first
+        assert get_json(handle, "/mock/reset", method="POST") == {"reset": True}
+        assert ask(handle, "two?") == ("MISS", 0)
+        assert ask(handle, "one?")[0] == "MISS"

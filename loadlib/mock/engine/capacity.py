@@ -1,9 +1,10 @@
 """The answer key: the largest closed-loop user count and open-loop rate at which the step model keeps latency
 bounds, found by simulating the model itself (`sim`), so a capacity search run against the mock can be checked.
 
-A level passes when every bound holds: the q-quantile of TTFT, TPOT or E2E over the measured requests is at most the
-bound. Closed loop: each user sends `rounds` requests back to back, the users' first requests spread over one
-request's time alone; each user's first request is left out. Open loop: `requests` Poisson arrivals (seeded), the
+A level passes when every bound holds: the q-quantile of TTFT, TPOT or E2E over the measured requests, as their
+client measures them (`sim.seen_ms`: the workload's link both ways), is at most the bound. Closed loop: each user
+sends `rounds` requests back to back, the users' first requests spread over one request's time alone; each user's
+first request is left out. Open loop: `requests` Poisson arrivals (seeded), the
 first tenth left out.
 """
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from loadlib.mock.engine.params import EngineParams
 from loadlib.mock.engine.seq import Seq
-from loadlib.mock.engine.sim import METRICS, Workload, closed_loop, open_loop, poisson_arrivals, quantile
+from loadlib.mock.engine.sim import METRICS, Workload, closed_loop, open_loop, poisson_arrivals, quantile, seen_ms
 
 MAX_USERS = 2048
 RATE_PRECISION = 0.01  # relative width at which the rate search stops
@@ -28,8 +29,8 @@ class Bound:
     q: float
     ms: float
 
-    def holds(self, seqs: list[Seq]) -> bool:
-        return quantile([METRICS[self.metric](s) for s in seqs], self.q) <= self.ms
+    def holds(self, seqs: list[Seq], workload: Workload) -> bool:
+        return quantile([seen_ms(self.metric, s, workload) for s in seqs], self.q) <= self.ms
 
 
 def parse_bound(key: str, value: str) -> Bound | None:
@@ -74,7 +75,9 @@ def _largest(passes: Callable[[int], bool], limit: int) -> int:
 
 def max_users(params: EngineParams, workload: Workload, bounds: list[Bound], rounds: int = 6) -> int:
     """The largest closed-loop user count whose measured requests keep every bound (0: not even one user)."""
-    return _largest(lambda n: all(b.holds(closed_level(params, workload, n, rounds)) for b in bounds), MAX_USERS)
+    return _largest(
+        lambda n: all(b.holds(closed_level(params, workload, n, rounds), workload) for b in bounds), MAX_USERS
+    )
 
 
 def max_rate(
@@ -83,7 +86,7 @@ def max_rate(
     """The largest Poisson rate (requests/s) that keeps every bound, to RATE_PRECISION; 0 when none does."""
 
     def passes(rate: float) -> bool:
-        return all(b.holds(open_level(params, workload, rate, requests, seed)) for b in bounds)
+        return all(b.holds(open_level(params, workload, rate, requests, seed), workload) for b in bounds)
 
     low, high = 0.0, 1.0
     while passes(high):

@@ -13,11 +13,10 @@ from typing import Any, Protocol
 import orjson
 
 from loadlib.mock.connection import Connection
-from loadlib.mock.engine.seq import Seq
+from loadlib.mock.engine.seq import FINISHED, Seq
 from loadlib.mock.httpwire import chunk
 from loadlib.mock.jobs import BodyJob, JobHost, StreamJob
 from loadlib.mock.llm_response import Answer, whole_body
-from loadlib.mock.plan import Plan
 from loadlib.mock.render import AnthropicStream, OpenAIStream, Stream
 from loadlib.mock.truth import TruthRecord
 
@@ -35,10 +34,10 @@ def _clear_plan(record: TruthRecord) -> None:
     del record.planned_itl_ms[:]
 
 
-def _engine_truth(record: TruthRecord, seq: Seq | None) -> None:
+def _engine_truth(record: TruthRecord, seq: Seq) -> None:
     """The engine's account so far, written before the record is frozen (at the end, or when the answer stops
     early: a fault, a client gone while it waited or streamed)."""
-    if seq is not None and record.outcome == "pending":
+    if record.outcome == "pending":
         record.engine = orjson.dumps(seq.truth())
 
 
@@ -47,26 +46,17 @@ class EngineStreamJob(StreamJob):
 
     __slots__ = ("driver", "last_ms", "rid", "seq", "tail_s")
 
-    def __init__(
-        self,
-        host: JobHost,
-        conn: Connection,
-        record: TruthRecord,
-        renderer: Stream,
-        plan: Plan,
-        head: bytes,
-        t0: float,
-        driver: Aborter,
-    ) -> None:
-        super().__init__(host, conn, record, renderer, plan, head, t0)
+    def attach(self, driver: Aborter, seq: Seq) -> EngineStreamJob:
+        """Hand the stream to the engine: no event's time is known until a step samples its token, and the tail
+        follows the last token by the plan's terminal delay."""
+        plan = self.plan
         self.tail_s = (plan.end_ms - plan.ttft_ms - (plan.mean_itl_ms or 0.0) * (plan.events - 1)) / 1000.0
         self.deadlines = [INF] * len(self.deadlines)
         self.end_deadline = INF
-        self.driver = driver
-        self.rid = record.request_id
         self.last_ms: float | None = None
-        self.seq: Seq | None = None  # set by whoever submits it to the engine
-        _clear_plan(record)
+        self.driver, self.rid, self.seq = driver, seq.rid, seq
+        _clear_plan(self.record)
+        return self
 
     def start(self) -> None:
         self.conn.job = self
@@ -98,13 +88,19 @@ class EngineStreamJob(StreamJob):
         event = (n - 1) // k
         self.deadlines[event] = when
         self._note(when)
+        if seq.state == FINISHED:  # its last token: the end goes out with it, as in the fixed mode
+            self._end_at(when)
         self._kick(seq, event == 0)
 
     def finish(self, seq: Seq, when: float) -> None:
-        """The last token is out (or none was asked for): the tail is due after the terminal delay."""
+        """The request is done; an answer of no tokens has its tail (after the terminal delay) still to send."""
+        if self.end_deadline == INF:
+            self._end_at(when)
+            self._kick(seq, self.record.headers_sent_ms is None)
+
+    def _end_at(self, when: float) -> None:
         self.end_deadline = when + self.tail_s
         self.record.planned_end_ms = (self.end_deadline - self.t0) * 1000.0
-        self._kick(seq, self.record.headers_sent_ms is None)
 
     def _note(self, when: float) -> None:
         ms = (when - self.t0) * 1000.0
@@ -122,10 +118,10 @@ class EngineStreamJob(StreamJob):
         if first:
             _set_cached(self.renderer, seq.cached_tokens)
             now = self.loop.time()
-            self.conn.write(self.head + chunk(self.renderer.head()))
+            self.conn.hold(self.head + chunk(self.renderer.head()))
             self.record.headers_sent_ms = self._ms(now)
             self.host.stats.count_response(200)
-        self._tick()  # the head and the first token in one loop turn
+        self._tick()  # the head and the first token in one write
 
 
 def _set_cached(renderer: Stream, cached: int) -> None:
@@ -138,7 +134,7 @@ def _set_cached(renderer: Stream, cached: int) -> None:
 class EngineBodyJob(BodyJob):
     """A whole JSON body, rendered and written when the engine finishes the request."""
 
-    __slots__ = ("answer", "driver", "last_ms", "rid", "seq")
+    __slots__ = ("answer", "driver", "rid", "seq")
 
     def __init__(
         self,
@@ -148,15 +144,15 @@ class EngineBodyJob(BodyJob):
         answer: Answer,
         headers: list[tuple[str, str]],
         t0: float,
-        driver: Aborter,
     ) -> None:
         super().__init__(host, conn, record, answer.plan, 200, headers, b"", t0)
         self.answer = answer
-        self.driver = driver
-        self.rid = record.request_id
-        self.last_ms: float | None = None
-        self.seq: Seq | None = None  # set by whoever submits it to the engine
-        _clear_plan(record)
+
+    def attach(self, driver: Aborter, seq: Seq) -> EngineBodyJob:
+        """Hand the answer to the engine: the body is written when the engine finishes it."""
+        self.driver, self.rid, self.seq = driver, seq.rid, seq
+        _clear_plan(self.record)
+        return self
 
     def start(self) -> None:
         self.conn.job = self
@@ -171,8 +167,12 @@ class EngineBodyJob(BodyJob):
     def token(self, seq: Seq, when: float) -> None:
         if self.record.planned_ttft_ms is None:
             self.record.planned_ttft_ms = (when - self.t0) * 1000.0
+        if seq.state == FINISHED:  # its last token: the body goes out in the step's first writes
+            self.finish(seq, when)
 
     def finish(self, seq: Seq, when: float) -> None:
+        if self.record.planned_end_ms is not None:
+            return
         self.record.planned_end_ms = (when - self.t0) * 1000.0
         _engine_truth(self.record, seq)
         self.status, self.body = whole_body(dataclasses.replace(self.answer, cached_tokens=seq.cached_tokens))

@@ -14,13 +14,14 @@ class KvCache:
     """`total` blocks. Used = anonymous blocks + every cached block; idle cached blocks (no reference) are
     evictable, so admission counts them as free."""
 
-    __slots__ = ("anon", "idle", "refs", "total")
+    __slots__ = ("anon", "idle", "refs", "retired", "total")
 
     def __init__(self, total_blocks: int) -> None:
         self.total = total_blocks
         self.anon = 0
         self.refs: dict[int, int] = {}  # cached keys with references -> count
         self.idle: OrderedDict[int, None] = OrderedDict()  # cached keys without one, least recently used first
+        self.retired: set[int] = set()  # referenced keys the cache forgot: no lookup finds them, release frees them
 
     @property
     def free(self) -> int:
@@ -39,7 +40,7 @@ class KvCache:
         """How many leading keys are cached: the prefix a new sequence need not compute."""
         n = 0
         for key in keys:
-            if key not in self.refs and key not in self.idle:
+            if key not in self.idle and (key not in self.refs or key in self.retired):
                 break
             n += 1
         return n
@@ -61,7 +62,10 @@ class KvCache:
             self.refs[key] = count
         else:
             del self.refs[key]
-            self.idle[key] = None
+            if key in self.retired:
+                self.retired.discard(key)
+            else:
+                self.idle[key] = None
 
     def allocate(self, n: int) -> bool:
         """Take `n` anonymous blocks, evicting idle cached ones as needed; False (and nothing taken) without room."""
@@ -80,7 +84,14 @@ class KvCache:
         """A sequence's anonymous block now holds a full prompt block named `key`: cache it (or share the copy
         another sequence cached meanwhile and free this one)."""
         self.anon -= 1
+        self.retired.discard(key)  # computed again after the cache forgot it: cached again
         if key in self.refs or key in self.idle:
             self.pin(key)
         else:
             self.refs[key] = 1
+
+    def forget(self) -> None:
+        """Empty the prefix cache (`POST /mock/reset`): idle cached blocks are freed now; the blocks running
+        sequences hold stay theirs until they release them, then are freed, and no lookup finds them meanwhile."""
+        self.idle.clear()
+        self.retired.update(self.refs)

@@ -27,6 +27,7 @@ from loadlib.mockapi.config import ENGINE_KEYS, MockConfig
 
 DEFAULT_PROMPT_TOKENS = 512  # the capacity workload's prompt when the mock has not seen a request yet
 WORKLOAD_KEYS = ("prompt_tokens", "output_tokens", "shared_prefix_tokens")
+CLIENT_KEYS = ("link_ms", "think_ms")  # the closed loop's client: its distance from the engine, its own time
 
 
 def params_of(config: MockConfig) -> EngineParams | None:
@@ -68,10 +69,9 @@ def submit(
     seq.finish_reason = plan.finish_reason
     job: EngineStreamJob | EngineBodyJob
     if renderer is not None and head is not None:
-        job = EngineStreamJob(host, conn, rec, renderer, plan, head, t0, driver)
+        job = EngineStreamJob(host, conn, rec, renderer, plan, head, t0).attach(driver, seq)
     else:
-        job = EngineBodyJob(host, conn, rec, answer, headers, t0, driver)
-    job.seq = seq
+        job = EngineBodyJob(host, conn, rec, answer, headers, t0).attach(driver, seq)
     job.start()
     driver.submit(seq, job)
 
@@ -101,12 +101,16 @@ def state(driver: EngineDriver | None) -> dict[str, Any] | None:
 
 
 def workload_of(query: dict[str, list[str]], config: MockConfig, truth: TruthLog) -> Workload:
-    """The query's workload; by default the output the mock is set to give and the median prompt of recent
-    requests."""
+    """The query's workload; by default the output the mock is set to give, the median prompt of recent requests and
+    `Workload`'s client (link and think time)."""
     seen = [r.billed_prompt_tokens for r in truth.last(200) if r.billed_prompt_tokens]
     given = {k: int(query[k][-1]) for k in WORKLOAD_KEYS if k in query}
+    client = {k: float(query[k][-1]) for k in CLIENT_KEYS if k in query}
+    if any(v < 0 for v in client.values()):
+        raise ValueError("link_ms and think_ms must be at least 0")
     prompt = given.get("prompt_tokens", int(median(seen)) if seen else DEFAULT_PROMPT_TOKENS)
-    return Workload(prompt, given.get("output_tokens", config.output_tokens), given.get("shared_prefix_tokens", 0))
+    output = given.get("output_tokens", config.output_tokens)
+    return Workload(prompt, output, given.get("shared_prefix_tokens", 0), **client)
 
 
 def bounds_of(query: dict[str, list[str]]) -> list[Bound]:
@@ -127,6 +131,8 @@ def capacity(params: EngineParams, workload: Workload, bounds: list[Bound], seed
             "prompt_tokens": workload.prompt_tokens,
             "output_tokens": workload.output_tokens,
             "shared_prefix_tokens": workload.shared_prefix_tokens,
+            "link_ms": workload.link_ms,
+            "think_ms": workload.think_ms,
         },
         "params": {k: getattr(params, k) for k in params.__dataclass_fields__},
         "method": "simulation of the engine's step model (docs/mock.md, /mock/capacity)",

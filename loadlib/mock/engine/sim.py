@@ -9,6 +9,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import count
+from typing import Any
 
 from loadlib.mock.engine.model import Engine
 from loadlib.mock.engine.params import EngineParams
@@ -19,8 +20,15 @@ from loadlib.mock.engine.seq import Seq
 class Workload:
     """What every simulated request asks: its prompt (the first `shared_prefix_tokens` of it the same for all, a
     system prompt) and its output, `output_spread` the output's relative spread (uniform, +/-, a fixed function of
-    the user and the request's number: `output_of`). `turnaround_ms`: a closed-loop user's gap from one answer's end
-    to its next request (client and network), which decides whether the request catches the step starting then.
+    the user and the request's number: `output_of`).
+
+    The client sits `link_ms` away from the engine's step loop, each way: a request joins the queue that long after
+    the client sent it, and a token reaches the client that long after its step ended (network, the server's HTTP
+    writer, the client's reading). A closed-loop user sends its next request `think_ms` after it read the last
+    answer's end (its wait_time and its own work). So the engine sees the user come back 2 x link + think after the
+    last token, mid-step, and waits for the next step; the client's TTFT and E2E carry the link both ways
+    (`seen_ms`). While the engine is busy the two cancel: only think moves the client's TTFT; with it idle, the
+    link adds to it.
 
     Answers of one length keep users that started together in step for ever (they finish together and come back
     together); a spread mixes them, as real answers do, so a level settles into one steady state."""
@@ -28,7 +36,8 @@ class Workload:
     prompt_tokens: int = 512
     output_tokens: int = 64
     shared_prefix_tokens: int = 0
-    turnaround_ms: float = 1.0
+    link_ms: float = 0.5
+    think_ms: float = 0.0
     output_spread: float = 0.0
 
 
@@ -49,14 +58,14 @@ def output_of(workload: Workload, user: int, index: int) -> int:
     return max(1, round(workload.output_tokens * (1.0 + spread)))
 
 
-def prompt_keys(workload: Workload, request: int, block_size: int) -> tuple[int, ...]:
+def prompt_keys(workload: Workload, request: Any, block_size: int) -> tuple[int, ...]:
     """Block keys of a request's prompt: shared blocks name the shared prefix, the rest are the request's own."""
     shared = min(workload.shared_prefix_tokens, workload.prompt_tokens) // block_size
     full = workload.prompt_tokens // block_size
     return tuple(hash(("shared", j)) if j < shared else hash((request, j)) for j in range(full))
 
 
-def _seq(params: EngineParams, workload: Workload, rid: int, at: float, output: int) -> Seq:
+def _seq(params: EngineParams, workload: Workload, rid: Any, at: float, output: int) -> Seq:
     keys = prompt_keys(workload, rid, params.block_size)
     return Seq(rid, at, workload.prompt_tokens, output, keys)
 
@@ -91,26 +100,28 @@ def closed_loop(
 ) -> list[Seq]:
     """`users` users each sending `rounds` requests back to back, the first requests spread evenly over `spread_s`
     (default: one request's time alone, as a ramp-up would; users that start together stay in step, which real
-    clients, never exactly together, do not). Returns every request."""
+    clients, never exactly together, do not). Returns every request, its `rid` (user, request number), so a client
+    that replays the workload can set each of its requests beside the model's."""
     engine = Engine(params)
     ids = count()
     done: list[Seq] = []
     heap: list[tuple[float, int, Seq]] = []
     sent = dict.fromkeys(range(users), 0)
-    user_of: dict[int, int] = {}
+
+    link, think = workload.link_ms / 1000.0, workload.think_ms / 1000.0
 
     def send(user: int, at: float) -> None:
-        rid = next(ids)
-        user_of[rid] = user
-        seq = _seq(params, workload, rid, at, output_of(workload, user, sent[user]))
+        """The user sends at `at`; the engine sees it a link later."""
+        index = sent[user]
+        seq = _seq(params, workload, (user, index), at + link, output_of(workload, user, index))
         sent[user] += 1
-        heapq.heappush(heap, (at, rid, seq))
+        heapq.heappush(heap, (seq.arrival, next(ids), seq))
 
     def finished(seq: Seq, t: float) -> None:
         done.append(seq)
-        user = user_of[seq.rid]
+        user = seq.rid[0]
         if sent[user] < rounds:
-            send(user, t + workload.turnaround_ms / 1000.0)
+            send(user, t + link + think)  # read a link after the step's end, sent a think later
 
     spread = solo_e2e_s(params, workload) if spread_s is None else spread_s
     for user in range(users):
@@ -131,9 +142,12 @@ def poisson_arrivals(n: int, rate: float, seed: int) -> list[float]:
 
 
 def open_loop(params: EngineParams, workload: Workload, times: list[float]) -> list[Seq]:
-    """One request at each of `times` (seconds), whatever the server's state. Returns every request."""
+    """One request sent at each of `times` (seconds), whatever the server's state. Returns every request."""
     engine = Engine(params)
-    heap = [(at, i, _seq(params, workload, i, at, output_of(workload, 0, i))) for i, at in enumerate(times)]
+    link = workload.link_ms / 1000.0
+    heap = [
+        (at + link, i, _seq(params, workload, i, at + link, output_of(workload, 0, i))) for i, at in enumerate(times)
+    ]
     heapq.heapify(heap)
     done: list[Seq] = []
     _drive(engine, heap, lambda seq, t: done.append(seq))
@@ -155,6 +169,11 @@ def e2e_ms(seq: Seq) -> float:
 
 
 METRICS: dict[str, Callable[[Seq], float]] = {"ttft": ttft_ms, "tpot": tpot_ms, "e2e": e2e_ms}
+
+
+def seen_ms(metric: str, seq: Seq, workload: Workload) -> float:
+    """`metric` (of METRICS) as the client measures it: TTFT and E2E carry the link both ways, TPOT none."""
+    return METRICS[metric](seq) + (0.0 if metric == "tpot" else 2.0 * workload.link_ms)
 
 
 def quantile(values: list[float], q: float) -> float:

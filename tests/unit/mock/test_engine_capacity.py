@@ -6,7 +6,7 @@ import pytest
 
 from loadlib.mock.engine.capacity import Bound, closed_level, max_rate, max_users, open_level, parse_bound
 from loadlib.mock.engine.params import EngineParams
-from loadlib.mock.engine.sim import Workload, closed_loop, quantile, tpot_ms, ttft_ms
+from loadlib.mock.engine.sim import Workload, closed_loop, open_loop, quantile, seen_ms, tpot_ms, ttft_ms
 
 SMALL = EngineParams(max_num_seqs=16, max_batched_tokens=2048)
 SETTINGS = [
@@ -17,7 +17,7 @@ SETTINGS = [
 
 
 def passes(params: EngineParams, work: Workload, bounds: list[Bound], users: int) -> bool:
-    return all(b.holds(closed_level(params, work, users, 6)) for b in bounds)
+    return all(b.holds(closed_level(params, work, users, 6), work) for b in bounds)
 
 
 @pytest.mark.parametrize(("params", "work", "bounds"), SETTINGS)
@@ -37,7 +37,7 @@ def test_max_rate_passes_and_a_little_more_fails(params: EngineParams, work: Wor
     rate = max_rate(params, work, bounds, requests=200)
 
     def ok(r: float) -> bool:
-        return all(b.holds(open_level(params, work, r, 200, 0)) for b in bounds)
+        return all(b.holds(open_level(params, work, r, 200, 0), work) for b in bounds)
 
     assert rate > 0 and ok(rate) and not ok(rate * 1.03)
     assert all(ok(rate * f) for f in (0.25, 0.5, 0.9))  # the levels below pass too
@@ -48,6 +48,21 @@ def test_the_simulation_is_deterministic() -> None:
     two = closed_loop(SMALL, Workload(300, 20, shared_prefix_tokens=128), 12, 4)
     assert [s.token_times for s in one] == [s.token_times for s in two]
     assert any(s.cached_tokens == 128 for s in one)
+
+
+def test_the_client_is_a_link_away_and_comes_back_after_its_think_time() -> None:
+    """By hand: steps of 10 ms + 1 ms per prompt token + 1 ms per decoded sequence. A user sends at 0; its request
+    joins the queue a link (2 ms) later and is prefilled alone (4 tokens: 14 ms), its second token 11 ms after; the
+    client reads the end 2 ms after the step's, sends 0.5 ms later, and the engine has it 2 ms after that."""
+    params = EngineParams(step_base_ms=10.0, prefill_ms_per_1k=1000.0, decode_ms_per_seq=1.0)
+    work = Workload(4, 2, link_ms=2.0, think_ms=0.5)
+    first, second = sorted(closed_loop(params, work, 1, 2), key=lambda s: s.arrival)
+    assert first.arrival == pytest.approx(0.002) and first.token_times == pytest.approx([0.016, 0.027])
+    assert second.arrival == pytest.approx(0.027 + 0.0045)
+    assert seen_ms("ttft", first, work) == pytest.approx(18.0)  # 14 ms in the engine, the link both ways
+    assert seen_ms("e2e", first, work) == pytest.approx(29.0) and seen_ms("tpot", first, work) == pytest.approx(11.0)
+    (alone,) = open_loop(params, work, [1.0])
+    assert alone.arrival == pytest.approx(1.002)
 
 
 def test_latency_bends_with_concurrency() -> None:

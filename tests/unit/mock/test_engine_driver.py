@@ -25,12 +25,20 @@ PARAMS = EngineParams(
 
 
 class FakeLoop:
-    """`time()` and `call_at()` of an event loop whose clock moves only when told."""
+    """`time()`, `call_at()` and `call_soon()` of an event loop whose clock moves only when told; a loop turn
+    (`call_soon`) takes TURN_S."""
+
+    TURN_S = 0.00005
 
     def __init__(self) -> None:
         self.now = 0.0
         self.timers: list[tuple[float, int, Callable[[], None]]] = []
         self.n = 0
+        self.soon = 0
+
+    def call_soon(self, callback: Callable[[], None]) -> None:
+        self.soon += 1
+        self.call_at(self.now + self.TURN_S, callback)
 
     def time(self) -> float:
         return self.now
@@ -71,7 +79,19 @@ def test_tokens_arrive_at_step_ends_in_model_time_even_when_timers_are_late() ->
     d.submit(Seq("a", 0.0, 4, 3, ()), job)
     loop.run_until(1.0, late=0.002)  # every timer 2 ms late: the model's times do not drift
     assert job.tokens == [(1, 14.0), (2, 25.0), (3, 36.0)] and job.done == 36.0
-    assert d.step is None and d.max_lag_ms > 1.9
+    assert d.step is None and d.max_lag_ms > 1.9 - d.wake_early_s * 1000  # 2 ms after a timer set early
+
+
+def test_a_timer_set_early_polls_until_the_steps_end_and_no_longer() -> None:
+    loop, d = driver()
+    job = Recorder()
+    d.submit(Seq("a", 0.0, 4, 1, ()), job)
+    assert loop.timers[0][0] == 0.014 - d.wake_early_s  # the step of 14 ms: its timer fires early
+    loop.run_until(0.0139)
+    assert job.tokens == [] and loop.soon > 0  # not before the end: the loop turns instead of sleeping
+    loop.run_until(1.0)
+    assert job.tokens == [(1, 14.0)] and loop.soon <= round(d.wake_early_s / FakeLoop.TURN_S) + 1
+    assert d.max_lag_ms < FakeLoop.TURN_S * 1000
 
 
 def test_an_arrival_during_a_step_waits_for_the_next() -> None:

@@ -136,6 +136,21 @@ def test_an_idle_cached_block_is_evicted_when_room_is_needed() -> None:
     assert other.cached_tokens == 0 and set(engine.kv.idle) == {"x1", "x2"}
 
 
+def test_forgetting_the_prefix_cache_frees_idle_blocks_and_hides_held_ones_until_released() -> None:
+    engine = Engine(HAND)
+    run(engine, [(0.0, Seq("a", 0.0, 8, 1, ("s1", "s2")))])  # type: ignore[arg-type]
+    held = Seq("b", 1.0, 10, 3, ("s1", "s2"))  # type: ignore[arg-type]
+    engine.add(held)
+    engine.step(1.0)  # b runs, holding the two cached blocks
+    engine.kv.forget()
+    assert not engine.kv.idle and engine.kv.hits(("s1", "s2")) == 0  # type: ignore[arg-type]
+    late = Seq("c", 1.1, 8, 1, ("s1", "s2"))  # type: ignore[arg-type]
+    run(engine, [(1.1, late)])
+    assert late.cached_tokens == 0 and held.state == "finished"
+    assert engine.kv.used == 0 and not engine.kv.retired  # b's blocks were freed, c's are cached afresh
+    assert engine.kv.hits(("s1", "s2")) == 2  # type: ignore[arg-type]
+
+
 def test_abort_frees_the_blocks() -> None:
     engine = Engine(HAND)
     engine.add(Seq("a", 0.0, 8, 5, ()))
