@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from loadlib.capacity.search import CONTROLS as CAPACITY_CONTROLS
 from loadlib.option import (
     CACHE,
     CAPACITY,
@@ -383,8 +384,15 @@ OPTIONS: tuple[Option, ...] = (
     _o("--shape-steps", SHAPES, 5, "StepShape: number of steps."),
     _o("--shape-step-s", SHAPES, 30.0, "StepShape: seconds per step."),
     # capacity search
-    _o("--llm-capacity-start", CAPACITY, 1, "Users of the search's first step."),
-    _o("--llm-capacity-max", CAPACITY, 1000, "Most users tried; when they hold, the answer is a lower bound."),
+    _o(
+        "--llm-capacity-control",
+        CAPACITY,
+        "users",
+        "What the search sets: closed-loop users, or an open-loop arrival rate (requests/s of the whole run).",
+        choices=CAPACITY_CONTROLS,
+    ),
+    _o("--llm-capacity-start", CAPACITY, 1.0, "Load of the search's first step: users, or requests/s."),
+    _o("--llm-capacity-max", CAPACITY, 1000.0, "Largest load tried; when it holds, the answer is a lower bound."),
     _o(
         "--llm-capacity-precision",
         CAPACITY,
@@ -394,7 +402,15 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _o("--llm-capacity-warmup-s", CAPACITY, 10.0, "Seconds of each step left out before its window opens."),
     _o("--llm-capacity-window-s", CAPACITY, 30.0, "Longest measuring window of a step, seconds."),
-    _o("--llm-capacity-min", CAPACITY, 0, "CI gate: exit code 99 when the capacity found is below this (0: none)."),
+    _o("--llm-capacity-min", CAPACITY, 0.0, "CI gate: exit code 99 when the capacity found is below this (0: none)."),
+    _o(
+        "--llm-capacity-inflight-s",
+        CAPACITY,
+        5.0,
+        "Rate search: users kept per request/s of the rate (a request still waiting after this long holds a user "
+        "its successor needed, which then goes late).",
+    ),
+    _o("--llm-capacity-confirm-s", CAPACITY, 0.0, "Hold the answer this many seconds to confirm it (0: no hold)."),
     # InfluxDB
     _o(
         "--influx-url",

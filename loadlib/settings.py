@@ -152,12 +152,15 @@ class Options:
     shape_ramp_s: float
     shape_steps: int
     shape_step_s: float
-    llm_capacity_start: int
-    llm_capacity_max: int
+    llm_capacity_control: str
+    llm_capacity_start: float
+    llm_capacity_max: float
     llm_capacity_precision: float
     llm_capacity_warmup_s: float
     llm_capacity_window_s: float
-    llm_capacity_min: int
+    llm_capacity_min: float
+    llm_capacity_inflight_s: float
+    llm_capacity_confirm_s: float
     influx_url: str
     influx_api: str
     influx_db: str

@@ -56,6 +56,8 @@ class Node(Protocol):
 
     def user_count(self) -> int: ...
 
+    def pace(self, rate_per_s: float) -> None: ...
+
 
 class NodePart:
     """The protocol, with no-op defaults. `key` names the part's payload in a worker's report ("" ships nothing)."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from loadlib.metrics.summary import TOTAL_NAME, client_line, cost_text, number_text
 from loadlib.outputs.summary import write_text
+from loadlib.verdicts.verdict import capacity_first_failed, capacity_found, capacity_load
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 STEP_SUMMARY_MAX_BYTES = 1024 * 1024  # GitHub refuses a step's summary above 1 MiB
@@ -296,13 +297,16 @@ def _drill_word(d: Mapping[str, Any]) -> str:
 
 def _capacity_table(c: Mapping[str, Any]) -> str:
     """The capacity search: its answer, then one row per step."""
+    found = f"**Capacity: {capacity_found(c)}**"
     if c.get("lower_bound"):
-        head = f"**Capacity: {c.get('max_users')} users** (a lower bound only: {esc(c.get('stopped'))})"
+        head = f"{found} (a lower bound only: {esc(c.get('stopped'))})"
     else:
         why = esc("; ".join(c.get("first_failed_by") or []))
-        head = f"**Capacity: {c.get('max_users')} users** (first failing: {c.get('first_failed_users')} users, {why})"
+        head = f"{found} (first failing: {capacity_first_failed(c)}, {why})"
+    if c.get("confirmed") is not None:
+        head += "; the hold at the answer " + ("confirmed it" if c["confirmed"] else "did **not** confirm it")
     rows = [_capacity_cells(s) for s in c.get("steps") or []]
-    header = ["step", "users", "result", "req/s", "out tok/s", "TTFT p50 / p95", "TPOT p95", "E2E p95", "errors"]
+    header = ["step", "load", "result", "req/s", "out tok/s", "TTFT p50 / p95", "TPOT p95", "E2E p95", "errors"]
     return head + "\n\n" + _table(header, "rrlrrrrrr", rows)
 
 
@@ -310,8 +314,8 @@ def _capacity_cells(s: Mapping[str, Any]) -> list[str]:
     result = "held" if s.get("passed") else ("client saturated" if s.get("client_saturated") else "**FAIL**")
     ttft = f"{figure(s['ttft_ms']['p50'])} / {figure(s['ttft_ms']['p95'])} ms"
     return [
-        str(s.get("step")),
-        str(s.get("users")),
+        str(s.get("step")) + (" (hold)" if s.get("confirm") else ""),
+        capacity_load(s),
         result,
         figure(s.get("requests_per_s")),
         figure(s.get("output_tokens_per_s")),

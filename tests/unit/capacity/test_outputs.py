@@ -52,7 +52,7 @@ def test_a_capacity_summary_is_valid_against_the_schema() -> None:
 def test_markdown_has_the_answer_and_a_row_per_step() -> None:
     text = markdown_summary(summary(None))
     assert "**Capacity: 8 users** (first failing: 16 users, ttft p95 < 500ms" in text
-    assert "| 2 | 16 | **FAIL** |" in text and "| 1 | 8 | held |" in text
+    assert "| 2 | 16 users | **FAIL** |" in text and "| 1 | 8 users | held |" in text
 
 
 def test_junit_fails_the_capacity_case_below_the_gate_and_stays_valid() -> None:
