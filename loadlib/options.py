@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from loadlib.capacity.search import CONTROLS as CAPACITY_CONTROLS
+from loadlib.metrics.warmup import checked_warmup
 from loadlib.option import (
     CACHE,
     CAPACITY,
@@ -288,6 +289,14 @@ OPTIONS: tuple[Option, ...] = (
         0.0,
         "Open loop: target requests/s of the whole run (split evenly over --expect-workers); 0 = closed loop (each "
         "user waits for its answer and its think time).",
+    ),
+    _o(
+        "--llm-warmup",
+        LOAD,
+        "",
+        "Left out of the statistics, thresholds and client verdict: 10s (from the start), spawned (until all users "
+        "have spawned) or spawned+10s; empty: none (docs/metrics.md#warm-up).",
+        type=checked_warmup,
     ),
     _o(
         "--arrival-process",

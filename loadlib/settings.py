@@ -118,6 +118,7 @@ class Options:
     llm_lag_threshold_ms: float
     llm_cpu_threshold: float
     arrival_rate: float
+    llm_warmup: str
     arrival_process: str
     scenario_slo: str
     data_seed: int

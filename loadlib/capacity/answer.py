@@ -33,6 +33,7 @@ def step_row(
         "users": users,
         "rate_per_s": rate,
         "confirm": False,
+        "remeasured": None,
         "schedule_lag_ms": _pair({"p50": lag.percentile(50), "p95": lag.percentile(95)}) if lag.count else None,
         "window_s": round(duration_s, 3),
         "requests": total["count"],
@@ -49,6 +50,16 @@ def step_row(
         "passed": not failing and client is None,
         "failed": failing,
     }
+
+
+def slipped(row: Mapping[str, Any], lag_limit_ms: float) -> str | None:
+    """Why a failed step of a rate search is measured again, or None: its requests went out late (schedule lag p95
+    over the loop-lag limit), so the endpoint saw bursts the rate does not make (a stalled client releasing its
+    backlog), not the rate. Once: a step that fails again counts."""
+    lag = (row.get("schedule_lag_ms") or {}).get("p95")
+    if row["passed"] or row.get("rate_per_s") is None or lag is None or lag <= lag_limit_ms:
+        return None
+    return f"arrivals late (schedule lag p95 {lag:.0f} ms > {lag_limit_ms:g} ms): measured again"
 
 
 def _pair(dist: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,7 +110,7 @@ def step_line(s: dict[str, Any]) -> str:
         f"  step {s['step']:>2} {capacity_load(s):>12}  {mark}  {_num(s['requests_per_s'])} req/s  "
         f"{_num(s['output_tokens_per_s'])} out tok/s  TTFT p50/p95 {_num(s['ttft_ms']['p50'])}/"
         f"{_num(s['ttft_ms']['p95'])} ms  E2E p95 {_num(s['e2e_ms']['p95'])} ms  errors {s['errors']}"
-        f"{'  client saturated' if s['client_saturated'] else ''}"
+        f"{'  client saturated' if s['client_saturated'] else ''}{'  measured again' if s.get('remeasured') else ''}"
     )
 
 

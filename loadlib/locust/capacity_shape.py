@@ -44,6 +44,7 @@ class CapacityShape(LoadTestShape):
         self.confirming = False  # the step holds the answer to confirm it
         self.confirmed: bool | None = None
         self.stop: str | None = None  # why the search ended early, kept while the hold confirms its answer
+        self.remeasured: set[float] = set()  # the rates measured again after their arrivals went late
         self.phase = ""
         self.phase_at = 0.0
         self.window_s = 0.0
@@ -53,6 +54,7 @@ class CapacityShape(LoadTestShape):
         super().reset_time()
         self.search, self.limits, self.index = None, None, 0
         self.confirming, self.confirmed, self.stop, self.rate = False, None, None, None
+        self.remeasured = set()
 
     def _options(self) -> Options:
         """The run's typed options (a shape ticks before the test start that resolves the run context's)."""
@@ -149,6 +151,11 @@ class CapacityShape(LoadTestShape):
         if row["client_reason"] is not None:
             self._publish(f"the client saturated at {text} ({row['client_reason']})")
             return None
+        row["remeasured"] = answer.slipped(row, self.limits.lag_ms) if load not in self.remeasured else None
+        if row["remeasured"] is not None:  # the step measured a burst, not its rate: once more
+            self.remeasured.add(load)
+            self._step(load)
+            return self._load()
         self.search.record(load, row["passed"])
         following = self.search.next()
         if following is not None:

@@ -27,9 +27,11 @@ from loadlib.locust.parts import HealthPart, NodePart, RecordsPart, StatsPart
 from loadlib.locust.scenario_part import ScenarioPart
 from loadlib.locust.sink_part import SinkPart
 from loadlib.locust.verdict_part import VerdictPart
+from loadlib.locust.warmup_part import WarmupPart
 from loadlib.locust.workers import WorkersPart
 from loadlib.logs import RateLimitedLog
 from loadlib.metrics import scenarios as found
+from loadlib.metrics.warmup import WarmupClock
 from loadlib.pacing import ArrivalSchedule, worker_rate
 from loadlib.records.record import RequestRecord
 from loadlib.redact import Redactor
@@ -78,6 +80,7 @@ class RunContext:
         self.stopped_at: float | None = None
         self.wired = False
         self.final_summary: dict[str, Any] | None = None
+        self.warmup = WarmupClock()  # --llm-warmup: which records the statistics leave out
         self._by_name: dict[str, NodePart] = {}
         self.parts = make_parts(self, self._by_name)
         self.stats: StatsPart = self.named("stats")
@@ -301,6 +304,7 @@ def _verdicts(ctx: RunContext) -> VerdictPart:
 
 
 # The built-in parts; a new output or sink registers its own between them (docs/extending.md).
+register_part("warmup", 50, lambda ctx: WarmupPart(ctx.warmup))  # first: the statistics' rates read its seconds
 register_part("stats", 100, lambda ctx: StatsPart())
 register_part("health", 200, lambda ctx: HealthPart())
 register_part("records", 300, lambda ctx: RecordsPart())

@@ -9,6 +9,7 @@ the console and the web UI, `close` when the process quits. A part inherits a no
 
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol
 
 from loadlib.locust.health import HealthSampler
@@ -25,6 +26,7 @@ from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table
 from loadlib.metrics.summary_types import Summary
 from loadlib.metrics.timeline import Timeline
+from loadlib.metrics.warmup import WarmupClock
 from loadlib.outputs.records import open_export
 from loadlib.records.record import RequestRecord
 from loadlib.settings import Options, RunSettings
@@ -36,6 +38,7 @@ class Node(Protocol):
 
     settings: RunSettings | None
     events: Any
+    warmup: WarmupClock
 
     @property
     def options(self) -> Options: ...
@@ -128,14 +131,18 @@ class StatsPart(MergedPart):
         self.stats = LLMStats()
         self.slo: RequestSLO | None = None
         self.timeline: Timeline | None = None  # the web UI's charts, on the master or a local run
+        self.warmup: WarmupClock | None = None  # --llm-warmup: which records the statistics leave out
         super().__init__(self.stats)
 
     def start(self, ctx: Node) -> None:
         self.slo = parse_request_slo(ctx.options.llm_request_slo)
+        self.warmup = getattr(ctx, "warmup", None)  # a node made by hand (a test's) may have none
         if not ctx.is_worker and self.timeline is None:
             self.timeline = Timeline(ctx.user_count)
 
     def add(self, record: RequestRecord) -> None:
+        if self.warmup is not None and self.warmup.excludes(record.start_unix_ns):
+            return  # --llm-warmup: the clock counts it
         good = self.slo is not None and self.slo.meets(record)
         self.stats.add(record, good)
         if self.timeline is not None:
@@ -152,8 +159,10 @@ class StatsPart(MergedPart):
             self.timeline.reset()
 
     def summarize(self, summary: Summary) -> None:
+        """Rates are per second of the measured window: the run less its warm-up (summarized before)."""
         text = self.slo.text if self.slo is not None else ""
-        summary.update(build_summary(self.stats, summary["duration_s"], None, summary["meta"], text))
+        measured = summary["duration_s"] - float((summary.get("warmup") or {}).get("seconds") or 0.0)
+        summary.update(build_summary(self.stats, max(measured, 0.0), None, summary["meta"], text))
 
     def lines(self, summary: dict[str, Any]) -> list[str]:
         return render_table(summary).split("\n")
@@ -183,6 +192,9 @@ class HealthPart(NodePart):
             state = (lambda: str(getattr(runner, "state", ""))) if runner is not None else None
             limit = self.thresholds.loop_lag_p99_ms
             self.sampler = self.sampler or HealthSampler(ctx.user_count, ctx.events.worker_health.fire, state, limit)
+            clock = getattr(ctx, "warmup", None)
+            if clock is not None:  # --llm-warmup: its samples count with the start-up
+                self.sampler.window.warming = lambda: clock.warming(time.time_ns())
             self.sampler.start()
 
     def ship(self) -> Any:

@@ -106,3 +106,4 @@ class Summary(TypedDict, total=False):
     not_started: str | None
     integrity: dict[str, Any] | None
     capacity: dict[str, Any] | None
+    warmup: dict[str, Any] | None
