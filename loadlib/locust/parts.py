@@ -159,7 +159,8 @@ class StatsPart(MergedPart):
             self.timeline.reset()
 
     def summarize(self, summary: Summary) -> None:
-        """Rates are per second of the measured window: the run less its warm-up (summarized before)."""
+        """Rates are per second of the measured window, the summary's `duration_s`: the run less its warm-up
+        (summarized before; `meta.duration_s` stays the whole run)."""
         text = self.slo.text if self.slo is not None else ""
         measured = summary["duration_s"] - float((summary.get("warmup") or {}).get("seconds") or 0.0)
         summary.update(build_summary(self.stats, max(measured, 0.0), None, summary["meta"], text))
