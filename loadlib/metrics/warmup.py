@@ -7,10 +7,11 @@ warm-up ended: one that saw the warm-up's load does not count however late it en
 
 from __future__ import annotations
 
-import argparse
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from loadlib.option import checked_by
 
 SPAWNED = "spawned"
 _SECONDS = re.compile(r"^(\d+(?:\.\d+)?)(s|m)?$")
@@ -42,13 +43,7 @@ def parse_warmup(text: str) -> Warmup:
     return Warmup(float(found.group(1)) * (60.0 if found.group(2) == "m" else 1.0), after)
 
 
-def checked_warmup(text: str) -> str:
-    """argparse type of --llm-warmup: the text as given, or one line of error (argparse exits 2 with it)."""
-    try:
-        parse_warmup(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--llm-warmup {text!r}: ")) from None
-    return text
+checked_warmup = checked_by(parse_warmup, "--llm-warmup")  # argparse type of --llm-warmup
 
 
 class WarmupClock:
