@@ -16,18 +16,14 @@ key's short run leaves its queue short of steady state). Then per setting the sp
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loadlib.mock import MockConfig, start_subprocess
-from loadlib.mock.engine.capacity import Bound, max_rate
-from loadlib.mock.engine.params import EngineParams
-from loadlib.mock.engine.sim import Workload
+from tests.integration.answer_keys import answer_key, steady_rate
 from tests.integration.locust_runs import load, run_distributed
 
 SLO = "ttft p95 < 300ms; error_rate < 1%"
@@ -40,6 +36,7 @@ ENGINE = {
     "output_tokens": 4,
     "prefix_caching": "off",
 }
+KEY_QUERY = "ttft_p95_ms=300&output_tokens=4"
 SETTINGS = {"prefill 1000 ms/1k": 1000.0, "prefill 500 ms/1k": 500.0, "prefill 250 ms/1k": 250.0}  # 10, 15, 23
 
 
@@ -53,20 +50,6 @@ def one_run(url: str, start: float, out: Path, *search: str) -> tuple[dict, floa
     if code != 0 or not out.exists():
         raise SystemExit(f"run failed, exit {code}: {err[-2000:]}")
     return load(out)["capacity"], seconds
-
-
-def answer_key(url: str) -> dict:
-    """The key for the run's own workload: asked after the run, whose prompts set its median prompt."""
-    with urllib.request.urlopen(f"{url}/mock/capacity?ttft_p95_ms=300&output_tokens=4", timeout=120) as r:
-        key: dict = json.loads(r.read())
-    return key
-
-
-def steady_rate(key: dict) -> float:
-    """The key's rate simulation with 4,000 arrivals: the queue near capacity reaches its steady state."""
-    work = key["workload"]
-    workload = Workload(work["prompt_tokens"], work["output_tokens"], work["shared_prefix_tokens"])
-    return max_rate(EngineParams(**key["params"]), workload, [Bound("ttft", 0.95, 300.0)], requests=4000)
 
 
 def saturation() -> None:
@@ -109,14 +92,14 @@ def main() -> None:
             config = MockConfig(engine="batching", prefill_ms_per_1k=prefill, **ENGINE)
             with start_subprocess(config) as mock, tempfile.TemporaryDirectory() as tmp:
                 capacity, seconds = one_run(mock.url, a.start, Path(tmp) / "s.json", *search)
-                key = answer_key(mock.url)
+                key = answer_key(mock.url, KEY_QUERY)
             answer = capacity["max_rate_per_s"] if rate else capacity["max_users"]
             truth = key["rate_per_s"] if rate else key["users"]
             found.append(answer)
             steps = ",".join(f"{s['rate_per_s'] if rate else s['users']:g}" for s in capacity["steps"])
             ratio = answer / truth if truth else float("nan")
             fail = capacity["first_failed_rate_per_s" if rate else "first_failed_users"]
-            steady = f"{steady_rate(key):.1f}" if rate else "-"
+            steady = f"{steady_rate(key, 300.0):.1f}" if rate else "-"
             cells = f"{answer:>7g} {key['users']:>9} {key['rate_per_s']:>8.2f} {ratio:>6.2f} {steady:>6}"
             print(f"{name:<20} {i + 1:>3} {cells} {fail!s:>10} {seconds:>7.1f}  {steps}", flush=True)
         spread = (max(found) - min(found)) / max(min(found), 1)
