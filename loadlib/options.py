@@ -291,19 +291,19 @@ OPTIONS: tuple[Option, ...] = (
         "user waits for its answer and its think time).",
     ),
     _o(
+        "--arrival-process",
+        LOAD,
+        "poisson",
+        "Open loop: Poisson arrivals or evenly spaced ones.",
+        choices=ARRIVAL_PROCESSES,
+    ),
+    _o(
         "--llm-warmup",
         LOAD,
         "",
         "Left out of the statistics, thresholds and client verdict: 10s (from the start), spawned (until all users "
         "have spawned) or spawned+10s; empty: none (docs/metrics.md#warm-up).",
         type=checked_warmup,
-    ),
-    _o(
-        "--arrival-process",
-        LOAD,
-        "poisson",
-        "Open loop: Poisson arrivals or evenly spaced ones.",
-        choices=ARRIVAL_PROCESSES,
     ),
     _o(
         "--scenario-slo",
