@@ -4,12 +4,13 @@ searched --repeats times by a real Locust master and 2 workers, beside `GET /moc
 Each setting is a fresh mock process (4 output tokens a request, so steps are short); the SLO is TTFT p95 under
 300 ms and under 1 % errors; the search starts at --start (users, or requests/s with `--control rate`), 5 %
 precision, --warmup-s of warm-up and a window of at most --window-s per step. Prints per run: the answer, the answer
-key's users and rate_per_s (both), the answer's ratio to its key, the first failing load, the wall time and the steps
-tried; a rate search also prints the steady-state rate (the key's simulation with 4,000 arrivals instead of 400: the
-key's short run leaves its queue short of steady state). Then per setting the spread of the repeats.
+key's users and rate_per_s (both), the answer's ratio to its key, the key's prompt tokens (the median of the mock's
+last 200 requests), the first failing load, the wall time and the steps tried; a rate search also prints the
+steady-state rate (the key's simulation with 4,000 arrivals instead of 400: tests/integration/answer_keys.py). Then
+per setting the spread of the repeats.
 
     /work/venv/bin/python bench/capacity_accuracy.py [--repeats 3] [--start 8]
-    /work/venv/bin/python bench/capacity_accuracy.py --control rate [--start 8 --warmup-s 3 --window-s 8]
+    /work/venv/bin/python bench/capacity_accuracy.py --control rate --warmup-s 3 --window-s 6
     /work/venv/bin/python bench/capacity_accuracy.py --saturation   # the fixed-delay mock: where the client gives out
 """
 
@@ -85,7 +86,7 @@ def main() -> None:
     search += ("--llm-capacity-window-s", f"{a.window_s:g}", "--llm-capacity-inflight-s", "2")
     rate = a.control == "rate"
     head = f"{'setting':<20} {'run':>3} {'answer':>7} {'key users':>9} {'key rate':>8} {'ratio':>6}"
-    print(f"{head} {'steady':>6} {'first fail':>10} {'wall s':>7}  steps")
+    print(f"{head} {'steady':>6} {'prompt':>6} {'first fail':>10} {'wall s':>7}  steps")
     for name, prefill in SETTINGS.items():
         found = []
         for i in range(a.repeats):
@@ -101,6 +102,7 @@ def main() -> None:
             fail = capacity["first_failed_rate_per_s" if rate else "first_failed_users"]
             steady = f"{steady_rate(key, 300.0):.1f}" if rate else "-"
             cells = f"{answer:>7g} {key['users']:>9} {key['rate_per_s']:>8.2f} {ratio:>6.2f} {steady:>6}"
+            cells += f" {key['workload']['prompt_tokens']:>6}"
             print(f"{name:<20} {i + 1:>3} {cells} {fail!s:>10} {seconds:>7.1f}  {steps}", flush=True)
         spread = (max(found) - min(found)) / max(min(found), 1)
         print(f"{name:<20} repeats {found}: spread {spread * 100:.0f} % of the smallest", flush=True)
