@@ -92,7 +92,7 @@ def masked(data: Any, redact: Callable[[str], str] | None) -> Any:
 def markdown_summary(summary: Mapping[str, Any], thresholds: Thresholds | None = None) -> str:
     """Verdict line, run line, thresholds, per-scenario/endpoint table, client health, failover drills."""
     results = thresholds_of(summary, thresholds)
-    blocks = [_verdict_line(summary, results), _run_line(summary)]
+    blocks = [_verdict_line(summary, results), _run_line(summary), _warmup_line(summary.get("warmup"))]
     if results:
         blocks.append(_threshold_table(results))
     blocks.append(_rows_table(summary))
@@ -104,6 +104,15 @@ def markdown_summary(summary: Mapping[str, Any], thresholds: Thresholds | None =
     if summary.get("capacity"):
         blocks.append(_capacity_table(summary["capacity"]))
     return "\n\n".join(b for b in blocks if b) + "\n"
+
+
+def _warmup_line(w: Mapping[str, Any] | None) -> str:
+    """What --llm-warmup left out of everything below it (docs/metrics.md#warm-up)."""
+    if not w:
+        return ""
+    still = "" if w.get("ended") else " (the run ended inside it)"
+    spec = esc(f"--llm-warmup {w.get('spec')}")
+    return f"Warm-up left out ({spec}): {w.get('seconds'):.1f} s{still}, {w.get('excluded_requests')} requests."
 
 
 def write_markdown(

@@ -61,3 +61,11 @@ def test_a_run_that_ends_inside_it_says_so_and_none_has_no_section() -> None:
     assert section is not None and section["ended"] is False and section["seconds"] == 5.0
     clock.begin(parse_warmup(""), 0, "")
     assert clock.section(5 * S, 0) is None and not clock.excludes(0)
+
+
+def test_markdown_says_what_the_warmup_left_out() -> None:
+    from loadlib.outputs.markdown import markdown_summary
+
+    summary = {"duration_s": 8.0, "meta": {}, "warmup": {"spec": "spawned+2s", "seconds": 3.25, "ended": True}}
+    summary["warmup"]["excluded_requests"] = 41
+    assert "Warm-up left out (--llm-warmup spawned+2s): 3.2 s, 41 requests." in markdown_summary(summary)
