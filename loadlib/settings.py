@@ -118,8 +118,8 @@ class Options:
     llm_lag_threshold_ms: float
     llm_cpu_threshold: float
     arrival_rate: float
-    llm_warmup: str
     arrival_process: str
+    llm_warmup: str
     scenario_slo: str
     data_seed: int
     data_cache_dir: str
