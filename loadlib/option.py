@@ -72,3 +72,17 @@ class JoinAction(argparse.Action):
 def argparse_text(text: str) -> str:
     """argparse formats help with %: a literal percent sign (as in 'error_rate < 1%') must be doubled."""
     return text.replace("%", "%%")
+
+
+def checked_by(parse: Callable[[str], object], flag: str) -> Callable[[str], str]:
+    """An argparse type: the text as given when `parse` takes it, else its ValueError as one line of error (argparse
+    exits 2 with it), without the `FLAG 'text': ` head argparse adds itself."""
+
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} {text!r}: ")) from None
+        return text
+
+    return check

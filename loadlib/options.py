@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from loadlib.capacity.options import CAPACITY_OPTIONS
 from loadlib.metrics.server_options import SERVER_METRICS_OPTIONS
+from loadlib.metrics.warmup import checked_warmup
 from loadlib.option import (
     CACHE,
-    CAPACITY,
     CHAT,
     CLIENT,
     COMPLIANCE,
@@ -322,6 +323,14 @@ OPTIONS: tuple[Option, ...] = (
         choices=ARRIVAL_PROCESSES,
     ),
     _o(
+        "--llm-warmup",
+        LOAD,
+        "",
+        "Left out of the statistics, thresholds and client verdict: 10s (from the start), spawned (until all users "
+        "have spawned) or spawned+10s; empty: none (docs/metrics.md#warm-up).",
+        type=checked_warmup,
+    ),
+    _o(
         "--scenario-slo",
         LOAD,
         "on",
@@ -408,19 +417,7 @@ OPTIONS: tuple[Option, ...] = (
     _o("--shape-ramp-s", SHAPES, 0.0, "RampShape: seconds to reach the user count (0 = half the run time)."),
     _o("--shape-steps", SHAPES, 5, "StepShape: number of steps."),
     _o("--shape-step-s", SHAPES, 30.0, "StepShape: seconds per step."),
-    # capacity search
-    _o("--llm-capacity-start", CAPACITY, 1, "Users of the search's first step."),
-    _o("--llm-capacity-max", CAPACITY, 1000, "Most users tried; when they hold, the answer is a lower bound."),
-    _o(
-        "--llm-capacity-precision",
-        CAPACITY,
-        0.05,
-        "Relative precision: the search ends when the smallest failing load is within it of the largest that held, "
-        "and a step's window may end early once each threshold's percentile is known within it.",
-    ),
-    _o("--llm-capacity-warmup-s", CAPACITY, 10.0, "Seconds of each step left out before its window opens."),
-    _o("--llm-capacity-window-s", CAPACITY, 30.0, "Longest measuring window of a step, seconds."),
-    _o("--llm-capacity-min", CAPACITY, 0, "CI gate: exit code 99 when the capacity found is below this (0: none)."),
+    *CAPACITY_OPTIONS,
     # InfluxDB
     _o(
         "--influx-url",

@@ -45,6 +45,14 @@ class ArrivalSchedule:
         self._clock = clock
         self._next_ms: float | None = None
         self.issued = 0
+        self.epoch = 0  # bumped by every new rate: a slot taken before it is void
+
+    def set_rate(self, rate_per_s: float) -> None:
+        """A new rate from now on (the capacity search's rate steps): the old schedule and its backlog are void."""
+        if not rate_per_s > 0:
+            raise ValueError(f"arrival rate must be > 0 requests/s, got {rate_per_s!r}")
+        self.rate_per_s, self._next_ms = rate_per_s, None
+        self.epoch += 1
 
     def now_ms(self) -> float:
         return self._clock() * 1000.0
@@ -66,13 +74,17 @@ class ArrivalSchedule:
         return int(behind * self.rate_per_s / 1000.0) + 1 if behind >= 0 else 0
 
 
-def wait_for_slot(schedule: ArrivalSchedule, sleep: Callable[[float], None]) -> float:
-    """Take the next slot, sleep until it (if it is still ahead) and return its intended send time in ms."""
-    slot = schedule.take()
-    delay_s = (slot - schedule.now_ms()) / 1000.0
-    if delay_s > 0:
-        sleep(delay_s)
-    return slot
+def wait_for_slot(schedule: ArrivalSchedule, sleep: Callable[[float], object]) -> float:
+    """Take the next slot, sleep until it (if it is still ahead) and return its intended send time in ms. A new rate
+    set meanwhile voids the slot (`sleep` may return early when it is set): the user takes one of the new schedule."""
+    while True:
+        epoch = schedule.epoch
+        slot = schedule.take()
+        delay_s = (slot - schedule.now_ms()) / 1000.0
+        if delay_s > 0:
+            sleep(delay_s)
+        if schedule.epoch == epoch:
+            return slot
 
 
 def worker_rate(total_rate: float, expected_workers: int | None) -> float:

@@ -122,6 +122,7 @@ class Options:
     llm_cpu_threshold: float
     arrival_rate: float
     arrival_process: str
+    llm_warmup: str
     scenario_slo: str
     data_seed: int
     data_cache_dir: str
@@ -155,12 +156,15 @@ class Options:
     shape_ramp_s: float
     shape_steps: int
     shape_step_s: float
-    llm_capacity_start: int
-    llm_capacity_max: int
+    llm_capacity_control: str
+    llm_capacity_start: float
+    llm_capacity_max: float
     llm_capacity_precision: float
     llm_capacity_warmup_s: float
     llm_capacity_window_s: float
-    llm_capacity_min: int
+    llm_capacity_min: float
+    llm_capacity_inflight_s: float
+    llm_capacity_confirm_s: float
     influx_url: str
     influx_api: str
     influx_db: str

@@ -2,10 +2,12 @@
 the master, where the search (loadlib.locust.capacity_shape) reads it.
 
 The master tells every node where the search is with one message, `loadlib_capacity` (step, phase): `warmup` when a
-step's load is set, `measure` when its window opens, `hold` when it closes. A node counts a record into the step's
-window when it ended while the window was open and started after the step's load was set; it counts its loop lag
-and CPU of each second of the window. At `hold` a worker sends its report at once (not at the next 3 s report), with
-the step marked closed, so the master decides as soon as every worker's window is in."""
+step's load is set (a rate search's message also carries the step's arrival rate and the number of load nodes it is
+split over: each node paces its users at its share from then on), `measure` when its window opens, `hold` when it
+closes. A node counts a record into the step's window when it ended while the window was open and started after the
+step's load was set; it counts its loop lag and CPU of each second of the window. At `hold` a worker sends its report
+at once (not at the next 3 s report), with the step marked closed, so the master decides as soon as
+every worker's window is in."""
 
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ class CapacityPart(NodePart):
         self.closed_by: dict[int, set[str]] = {}
         self.answer: dict[str, Any] | None = None  # the summary's `capacity`, set by the search
         self.marks: dict[int, dict[str, float]] = {}  # when each step entered each phase (unix s; the master's)
+        self.rate_share: float | None = None  # a rate search: this node's arrival rate (requests/s)
+        self.node: Node | None = None  # the run context, once the run has started here
         self.listening = False
         messages = getattr(runner, "custom_messages", None)  # a runner made by hand (a test's) may have none
         if isinstance(messages, dict) and MESSAGE not in messages:
@@ -55,11 +59,19 @@ class CapacityPart(NodePart):
 
     # the search's side (master or local runner)
 
-    def tell(self, step: int, phase: str) -> None:
-        """Tell every node (this one too, when it generates load) that `step` enters `phase`."""
+    def tell(self, step: int, phase: str, rate: float | None = None) -> None:
+        """Tell every node (this one too, when it generates load) that `step` enters `phase`; a rate search's
+        `warmup` carries the step's arrival rate, split evenly over the load nodes (as the users are)."""
         self.marks.setdefault(step, {})[phase] = time.time()
-        if self.runner is not None:
-            self.runner.send_message(MESSAGE, {"step": step, "phase": phase})
+        if self.runner is None:
+            return
+        data: dict[str, Any] = {"step": step, "phase": phase}
+        if rate is not None:
+            data.update(rate=rate, nodes=max(1, len(self._live())) if not self.local else 1)
+        self.runner.send_message(MESSAGE, data)
+
+    def _live(self) -> set[str]:
+        return {str(w.id) for w in self.runner.clients.values() if w.state != STATE_MISSING}
 
     def window(self, step: int) -> StepWindow:
         return self.windows.setdefault(step, StepWindow())
@@ -68,8 +80,7 @@ class CapacityPart(NodePart):
         """Whether every live worker has shipped its whole window of `step` (a local runner has at once)."""
         if self.local:
             return self.step == step and self.phase == HOLD
-        live = {str(w.id) for w in self.runner.clients.values() if w.state != STATE_MISSING}
-        return live <= self.closed_by.get(step, set())
+        return self._live() <= self.closed_by.get(step, set())
 
     # every node
 
@@ -78,14 +89,24 @@ class CapacityPart(NodePart):
         step, phase = int(data["step"]), str(data["phase"])
         if phase == WARMUP:
             self.step_start_ns = time.time_ns()
+            self.rate_share = float(data["rate"]) / int(data["nodes"]) if "rate" in data else None
+            self._pace()
         if phase == HOLD and self.step == step and self.phase == MEASURE:
             self.closing.append(step)
         self.step, self.phase = step, phase
         if phase == HOLD and isinstance(self.runner, WorkerRunner):
             self.runner._send_stats()  # the closed window now, not at the next report
 
+    def _pace(self) -> None:
+        """A load node of a rate search paces its users at its share; before its run has started (the first step's
+        message comes before the users), `start` does it."""
+        if self.node is not None and self.node.generates_load and self.rate_share:
+            self.node.pace(self.rate_share)
+
     def start(self, ctx: Node) -> None:
         self.slo = parse_request_slo(ctx.options.llm_request_slo)
+        self.node = ctx
+        self._pace()
         if ctx.generates_load and not self.listening:
             ctx.events.worker_health.add_listener(self.on_health)
             self.listening = True

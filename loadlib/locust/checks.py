@@ -66,7 +66,27 @@ def check_endpoint(options: Options, host: str, pooled: bool = False) -> tuple[T
         raise ConfigError(f"--llm-confidence must be between 0 and 1 (e.g. 0.95), got {options.llm_confidence!r}")
     if options.arrival_process not in PROCESSES:
         raise ConfigError(f"--arrival-process must be one of {', '.join(PROCESSES)}, got {options.arrival_process!r}")
+    check_capacity(options)
     return timeouts_of(options), limits_of(options)
+
+
+def check_capacity(options: Options) -> None:
+    """The capacity search's loads, precision and times (docs/capacity.md), whether or not the run uses the shape."""
+    start = float(options.llm_capacity_start)
+    if not start > 0:
+        raise ConfigError(f"--llm-capacity-start must be > 0, got {options.llm_capacity_start!r}")
+    _at_least(options.llm_capacity_max, start, "--llm-capacity-max")
+    precision = options.llm_capacity_precision
+    if not 0 < float(precision) < 1:
+        raise ConfigError(f"--llm-capacity-precision must be above 0 and below 1, got {precision!r}")
+    for value, flag in (
+        (options.llm_capacity_warmup_s, "--llm-capacity-warmup-s"),
+        (options.llm_capacity_window_s, "--llm-capacity-window-s"),
+        (options.llm_capacity_min, "--llm-capacity-min"),
+        (options.llm_capacity_inflight_s, "--llm-capacity-inflight-s"),
+        (options.llm_capacity_confirm_s, "--llm-capacity-confirm-s"),
+    ):
+        _at_least(value, 0, flag)
 
 
 def _at_least(value: Any, minimum: float, flag: str) -> None:

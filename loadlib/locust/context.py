@@ -8,6 +8,7 @@ Locust's events reach it through loadlib.locust.install; users reach it through 
 
 from __future__ import annotations
 
+from gevent.event import Event
 from locust.event import EventHook
 from locust.runners import MasterRunner, WorkerRunner
 
@@ -27,9 +28,11 @@ from loadlib.locust.scenario_part import ScenarioPart
 from loadlib.locust.server_metrics_part import ServerMetricsPart
 from loadlib.locust.sink_part import SinkPart
 from loadlib.locust.verdict_part import VerdictPart
+from loadlib.locust.warmup_part import WarmupPart
 from loadlib.locust.workers import WorkersPart
 from loadlib.logs import RateLimitedLog
 from loadlib.metrics import scenarios as found
+from loadlib.metrics.warmup import WarmupClock
 from loadlib.pacing import ArrivalSchedule, worker_rate
 from loadlib.records.record import RequestRecord
 from loadlib.redact import Redactor
@@ -67,6 +70,7 @@ class RunContext:
         self.redact = Redactor()
         self.fatal = FatalStop(0.0)
         self.arrivals: ArrivalSchedule | None = None
+        self._repaced = Event()  # set (and replaced) when the arrival rate changes: sleeping users take new slots
         self.mock: Any = None
         self.mocks: dict[str, Any] = {}  # the pool's embedded mocks by endpoint name (master or local runner)
         self.pool: Any = None  # the pool as checked at start-up (master or local runner)
@@ -77,6 +81,7 @@ class RunContext:
         self.stopped_at: float | None = None
         self.wired = False
         self.final_summary: dict[str, Any] | None = None
+        self.warmup = WarmupClock()  # --llm-warmup: which records the statistics leave out
         self._by_name: dict[str, NodePart] = {}
         self.parts = make_parts(self, self._by_name)
         self.stats: StatsPart = self.named("stats")
@@ -248,6 +253,24 @@ class RunContext:
         """The printed summary: every part's lines, secrets masked."""
         return [self.redact(line) for part in self.parts for line in self._step(part, "lines", summary) or ()]
 
+    def pace(self, rate_per_s: float) -> None:
+        """This node's open-loop rate from now on (the capacity search's rate steps): users asleep until a slot of
+        the old rate wake at once and take one of the new."""
+        if self.arrivals is None:
+            self.arrivals = ArrivalSchedule(rate_per_s, str(self.options.arrival_process), self._arrival_seed())
+        else:
+            self.arrivals.set_rate(rate_per_s)
+        woken, self._repaced = self._repaced, Event()
+        woken.set()
+
+    def sleep_until_slot(self, seconds: float) -> None:
+        """A user's wait for its arrival slot, cut short when the rate changes (`pace`)."""
+        self._repaced.wait(seconds)
+
+    def _arrival_seed(self) -> int:
+        index = int(getattr(self.environment.runner, "worker_index", 0) or 0)
+        return int(self.options.data_seed or 1) * 1000 + index
+
     def _arrival_schedule(self) -> ArrivalSchedule | None:
         """This node's share of the open-loop arrival rate (None: closed loop)."""
         opts = self.options
@@ -257,10 +280,8 @@ class RunContext:
         process = str(opts.arrival_process)
         expected = opts.locust.expect_workers if self.is_worker else None
         share = worker_rate(rate, expected)
-        index = int(getattr(self.environment.runner, "worker_index", 0) or 0)
-        seed = int(opts.data_seed or 1) * 1000 + index
         found.open_loop_config(self.scenarios.results, self.worker_id(), share, process)
-        return ArrivalSchedule(share, process, seed)
+        return ArrivalSchedule(share, process, self._arrival_seed())
 
 
 def _scenario_specs(environment: Any) -> tuple[Any, ...]:
@@ -284,6 +305,7 @@ def _verdicts(ctx: RunContext) -> VerdictPart:
 
 
 # The built-in parts; a new output or sink registers its own between them (docs/extending.md).
+register_part("warmup", 50, lambda ctx: WarmupPart(ctx.warmup))  # first: the statistics' rates read its seconds
 register_part("stats", 100, lambda ctx: StatsPart())
 register_part("health", 200, lambda ctx: HealthPart())
 register_part("records", 300, lambda ctx: RecordsPart())

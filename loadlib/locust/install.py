@@ -127,6 +127,7 @@ def wire(ctx: RunContext) -> None:
     events.worker_report.add_listener(lambda client_id, data, **__: ctx.merge(str(client_id), data))
     events.reset_stats.add_listener(lambda **__: ctx.reset())
     events.quit.add_listener(lambda **__: on_quit(ctx))
+    events.spawning_complete.add_listener(lambda **__: ctx.warmup.spawned(time.time_ns()))  # --llm-warmup spawned
 
 
 def _terminated(signum: int, frame: Any) -> None:

@@ -9,6 +9,7 @@ the console and the web UI, `close` when the process quits. A part inherits a no
 
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol
 
 from loadlib.locust.health import HealthSampler
@@ -26,6 +27,7 @@ from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table
 from loadlib.metrics.summary_types import Summary
 from loadlib.metrics.timeline import Timeline
+from loadlib.metrics.warmup import WarmupClock
 from loadlib.outputs.records import open_export
 from loadlib.records.record import RequestRecord
 from loadlib.settings import Options, RunSettings
@@ -37,6 +39,7 @@ class Node(Protocol):
 
     settings: RunSettings | None
     events: Any
+    warmup: WarmupClock
 
     @property
     def options(self) -> Options: ...
@@ -56,6 +59,8 @@ class Node(Protocol):
     def worker_id(self) -> str: ...
 
     def user_count(self) -> int: ...
+
+    def pace(self, rate_per_s: float) -> None: ...
 
 
 class NodePart:
@@ -128,15 +133,19 @@ class StatsPart(MergedPart):
         self.slo: RequestSLO | None = None
         self.confidence = DEFAULT_LEVEL  # of the percentiles' intervals (--llm-confidence)
         self.timeline: Timeline | None = None  # the web UI's charts, on the master or a local run
+        self.warmup: WarmupClock | None = None  # --llm-warmup: which records the statistics leave out
         super().__init__(self.stats)
 
     def start(self, ctx: Node) -> None:
         self.slo = parse_request_slo(ctx.options.llm_request_slo)
         self.confidence = float(ctx.options.llm_confidence)
+        self.warmup = getattr(ctx, "warmup", None)  # a node made by hand (a test's) may have none
         if not ctx.is_worker and self.timeline is None:
             self.timeline = Timeline(ctx.user_count)
 
     def add(self, record: RequestRecord) -> None:
+        if self.warmup is not None and self.warmup.excludes(record.start_unix_ns):
+            return  # --llm-warmup: the clock counts it
         good = self.slo is not None and self.slo.meets(record)
         self.stats.add(record, good)
         if self.timeline is not None:
@@ -153,8 +162,11 @@ class StatsPart(MergedPart):
             self.timeline.reset()
 
     def summarize(self, summary: Summary) -> None:
+        """Rates are per second of the measured window, the summary's `duration_s`: the run less its warm-up
+        (summarized before; `meta.duration_s` stays the whole run)."""
         text = self.slo.text if self.slo is not None else ""
-        summary.update(build_summary(self.stats, summary["duration_s"], None, summary["meta"], text, self.confidence))
+        measured = summary["duration_s"] - float((summary.get("warmup") or {}).get("seconds") or 0.0)
+        summary.update(build_summary(self.stats, max(measured, 0.0), None, summary["meta"], text, self.confidence))
 
     def lines(self, summary: dict[str, Any]) -> list[str]:
         return render_table(summary).split("\n")
@@ -184,6 +196,9 @@ class HealthPart(NodePart):
             state = (lambda: str(getattr(runner, "state", ""))) if runner is not None else None
             limit = self.thresholds.loop_lag_p99_ms
             self.sampler = self.sampler or HealthSampler(ctx.user_count, ctx.events.worker_health.fire, state, limit)
+            clock = getattr(ctx, "warmup", None)
+            if clock is not None:  # --llm-warmup: its samples count with the start-up
+                self.sampler.window.warming = lambda: clock.warming(time.time_ns())
             self.sampler.start()
 
     def ship(self) -> Any:

@@ -177,7 +177,7 @@ class LLMUser(FastHttpUser):
           last into the JSON body: `tools`, `tool_choice`, ...), `extra_headers`, `stream`."""
         rt = self.settings
         if intended_send_ms is None and self.run_context.arrivals is not None:
-            intended_send_ms = wait_for_slot(self.run_context.arrivals, gevent.sleep)
+            intended_send_ms = wait_for_slot(self.run_context.arrivals, self.run_context.sleep_until_slot)
             found.open_loop_sent(self.run_context.scenarios.results)
         req = ChatRequest(messages=messages, max_tokens=max_tokens or rt.max_tokens, **request_options)
         facts = {"scenario": scenario or self.scenario, "turn": turn, "user_request_id": rt.next_request_id()}

@@ -63,6 +63,7 @@ LABELS = {
     "llm_cpu_threshold": "CPU threshold (%)",
     "arrival_rate": "Arrival rate (requests/s)",
     "arrival_process": "Arrival process",
+    "llm_warmup": "Warm-up left out (10s, spawned)",
     "data_seed": "Data seed",
     "chat_turns": "Chat: turns per conversation",
     "chat_conversations": "Chat: conversations",

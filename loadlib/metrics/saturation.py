@@ -29,7 +29,7 @@ How it is judged:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +111,7 @@ class RunWindow:
 
     def __init__(self, settle_s: float = SETTLE_S) -> None:
         self.settle_s = settle_s
+        self.warming: Callable[[], bool] = lambda: False  # --llm-warmup under way: its samples count as start-up
         self.reset()
 
     def reset(self) -> None:
@@ -125,7 +126,7 @@ class RunWindow:
         if self.running_since is None and state == RUNNING:
             self.running_since = now
             return STARTUP  # the sample's interval began before spawning was complete
-        if self.running_since is None or now - self.running_since < self.settle_s:
+        if self.running_since is None or now - self.running_since < self.settle_s or self.warming():
             return STARTUP
         return MEASURED
 

@@ -128,7 +128,8 @@ def _open_loop(r: ScenarioResults, summary: Mapping[str, Any]) -> dict[str, Any]
     targets = {k[len(head) :]: v for k, v in r.gauges.items() if k.startswith(head)}
     if not targets:
         return None
-    duration_s = summary.get("duration_s")
+    # `sent` counts the whole run, warm-up (--llm-warmup) included: per second of the whole run
+    duration_s = (summary.get("meta") or {}).get("duration_s") or summary.get("duration_s")
     sent = r.counts.get(key("open_loop", "sent"), 0)
     return {
         "target_rps": round(sum(float(v) for v in targets.values()), 3),

@@ -114,3 +114,4 @@ class Summary(TypedDict, total=False):
     integrity: dict[str, Any] | None
     capacity: dict[str, Any] | None
     server_metrics: dict[str, Any] | None
+    warmup: dict[str, Any] | None

@@ -22,6 +22,7 @@ from typing import Any
 
 from loadlib.outputs.markdown import Thresholds, masked, threshold_limit, threshold_value, thresholds_of
 from loadlib.outputs.summary import write_text
+from loadlib.verdicts.verdict import capacity_answer, capacity_first_failed, capacity_load
 
 SUITE_NAME = "loadlib thresholds"
 CLIENT_CASE = "client not saturated"
@@ -138,12 +139,13 @@ def capacity_cases(summary: Mapping[str, Any]) -> list[Case]:
     if not c:
         return []
     bound = f" (a lower bound: {c.get('stopped')})" if c.get("lower_bound") else ""
-    message = f"max_users {c.get('max_users')}{bound}; first failing {c.get('first_failed_users')} users"
+    message = f"{capacity_answer(c)}{bound}; first failing {capacity_first_failed(c)}"
     detail = "\n".join(
-        f"step {s['step']}: {s['users']} users {'held' if s['passed'] else 'failed'}: {'; '.join(s['failed'])}"
+        f"step {s['step']}: {capacity_load(s)} {'held' if s['passed'] else 'failed'}: {'; '.join(s['failed'])}"
         for s in c.get("steps") or []
     )
-    name = f"capacity >= {c['minimum']} users" if c.get("minimum") is not None else "capacity search"
+    unit = "req/s" if c.get("mode") == "rate" else "users"
+    name = f"capacity >= {c['minimum']:g} {unit}" if c.get("minimum") is not None else "capacity search"
     outcome = "failure" if c.get("gate_passed") is False else "passed"
     return [Case(name, "loadlib.capacity", outcome, message, detail)]
 

@@ -27,6 +27,7 @@ from loadlib.metrics.summary import TOTAL_NAME, client_line, cost_text, number_t
 from loadlib.outputs.incident_rows import HEADER as INCIDENT_HEADER
 from loadlib.outputs.incident_rows import incident_row
 from loadlib.outputs.summary import write_text
+from loadlib.verdicts.verdict import capacity_first_failed, capacity_found, capacity_load
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 STEP_SUMMARY_MAX_BYTES = 1024 * 1024  # GitHub refuses a step's summary above 1 MiB
@@ -95,7 +96,7 @@ def markdown_summary(summary: Mapping[str, Any], thresholds: Thresholds | None =
     """Verdict line, run line, thresholds, per-scenario/endpoint table, client health, failover drills and
     incidents."""
     results = thresholds_of(summary, thresholds)
-    blocks = [_verdict_line(summary, results), _run_line(summary)]
+    blocks = [_verdict_line(summary, results), _run_line(summary), _warmup_line(summary.get("warmup"))]
     if results:
         blocks.append(_threshold_table(results))
     blocks.append(_rows_table(summary))
@@ -111,6 +112,15 @@ def markdown_summary(summary: Mapping[str, Any], thresholds: Thresholds | None =
     if summary.get("capacity"):
         blocks.append(_capacity_table(summary["capacity"]))
     return "\n\n".join(b for b in blocks if b) + "\n"
+
+
+def _warmup_line(w: Mapping[str, Any] | None) -> str:
+    """What --llm-warmup left out of everything below it (docs/metrics.md#warm-up)."""
+    if not w:
+        return ""
+    still = "" if w.get("ended") else " (the run ended inside it)"
+    spec = esc(f"--llm-warmup {w.get('spec')}")
+    return f"Warm-up left out ({spec}): {w.get('seconds'):.1f} s{still}, {w.get('excluded_requests')} requests."
 
 
 def write_markdown(
@@ -305,14 +315,17 @@ def _drill_word(d: Mapping[str, Any]) -> str:
 
 def _capacity_table(c: Mapping[str, Any]) -> str:
     """The capacity search: its answer, then one row per step."""
+    found = f"**Capacity: {capacity_found(c)}**"
     if c.get("lower_bound"):
-        head = f"**Capacity: {c.get('max_users')} users** (a lower bound only: {esc(c.get('stopped'))})"
+        head = f"{found} (a lower bound only: {esc(c.get('stopped'))})"
     else:
         why = esc("; ".join(c.get("first_failed_by") or []))
-        head = f"**Capacity: {c.get('max_users')} users** (first failing: {c.get('first_failed_users')} users, {why})"
+        head = f"{found} (first failing: {capacity_first_failed(c)}, {why})"
+    if c.get("confirmed") is not None:
+        head += "; the hold at the answer " + ("confirmed it" if c["confirmed"] else "did **not** confirm it")
     steps = c.get("steps") or []
     rows = [_capacity_cells(s) for s in steps]
-    header = ["step", "users", "result", "req/s", "out tok/s", "TTFT p50 / p95", "TPOT p95", "E2E p95", "errors"]
+    header = ["step", "load", "result", "req/s", "out tok/s", "TTFT p50 / p95", "TPOT p95", "E2E p95", "errors"]
     if any(s.get("server") for s in steps):  # --llm-server-metrics: the server's own view of each step
         rows = [[*row, *step_cells(s)] for row, s in zip(rows, steps, strict=True)]
         return head + "\n\n" + _table([*header, *STEP_HEADERS], "rrlrrrrrrrrrr", rows)
@@ -323,8 +336,8 @@ def _capacity_cells(s: Mapping[str, Any]) -> list[str]:
     result = "held" if s.get("passed") else ("client saturated" if s.get("client_saturated") else "**FAIL**")
     ttft = f"{figure(s['ttft_ms']['p50'])} / {figure(s['ttft_ms']['p95'])} ms"
     return [
-        str(s.get("step")),
-        str(s.get("users")),
+        str(s.get("step")) + (" (hold)" if s.get("confirm") else ""),
+        capacity_load(s),
         result,
         figure(s.get("requests_per_s")),
         figure(s.get("output_tokens_per_s")),

@@ -10,11 +10,11 @@ words, from `facts`.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from loadlib.option import checked_by
 from loadlib.verdicts.verdict import lost
 
 MODES = ("auto", "bar", "lines", "locust", "off")
@@ -79,13 +79,7 @@ def parse_mode(text: str) -> tuple[str, float]:
     return mode, seconds
 
 
-def checked_mode(text: str) -> str:
-    """argparse type of --llm-progress: the text as given, or one line of error (argparse exits 2 with it)."""
-    try:
-        parse_mode(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--llm-progress {text!r}: ")) from None
-    return text
+checked_mode = checked_by(parse_mode, "--llm-progress")  # argparse type of --llm-progress
 
 
 def display_kind(mode: str, headless: bool, worker: bool, terminal: bool) -> str | None:

@@ -115,13 +115,38 @@ def _capacity_held(capacity: Mapping[str, Any] | None) -> list[str]:
     if capacity.get("minimum") is not None:
         return [_capacity_gate(capacity)]
     bound = " (a lower bound)" if capacity.get("lower_bound") else ""
-    return [f"capacity max_users {capacity.get('max_users')}{bound}"]
+    return [f"capacity {capacity_answer(capacity)}{bound}"]
 
 
 def _capacity_gate(c: Mapping[str, Any]) -> str:
     bound = " (a lower bound)" if c.get("lower_bound") else ""
     rel = ">=" if c.get("gate_passed") else "<"
-    return f"capacity max_users {c.get('max_users')}{bound} {rel} --llm-capacity-min {c.get('minimum')}"
+    return f"capacity {capacity_answer(c)}{bound} {rel} --llm-capacity-min {c.get('minimum'):g}"
+
+
+def capacity_answer(c: Mapping[str, Any]) -> str:
+    """`max_users 24` or `max_rate_per_s 31.5`: the search's answer by what it controlled."""
+    if c.get("mode") == "rate":
+        return f"max_rate_per_s {c.get('max_rate_per_s'):g}"
+    return f"max_users {c.get('max_users')}"
+
+
+def capacity_found(c: Mapping[str, Any]) -> str:
+    """The answer as a load: `8 users` or `31.5 req/s`."""
+    rate = c.get("max_rate_per_s")
+    return f"{rate:g} req/s" if c.get("mode") == "rate" and rate is not None else f"{c.get('max_users')} users"
+
+
+def capacity_first_failed(c: Mapping[str, Any]) -> str:
+    """The first load that failed as text: `26 users` or `40 req/s`."""
+    rate = c.get("first_failed_rate_per_s")
+    return f"{rate:g} req/s" if c.get("mode") == "rate" and rate is not None else f"{c.get('first_failed_users')} users"
+
+
+def capacity_load(step: Mapping[str, Any]) -> str:
+    """A step's load as text: `24 users` or `31.5 req/s`."""
+    rate = step.get("rate_per_s")
+    return f"{step.get('users')} users" if rate is None else f"{rate:g} req/s"
 
 
 def _saturated(summary: Mapping[str, Any]) -> list[str]:

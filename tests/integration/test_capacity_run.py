@@ -1,18 +1,18 @@
 """The capacity search end to end (issue 27): a real mock over HTTP, a real Locust master and 2 workers.
 
 Against the batching mock, whose answer key (`GET /mock/capacity`) knows its capacity for the same SLO, the search's
-`max_users` is within 10 % of it; against the fixed-delay mock (no capacity limit) the search stops at its maximum
-and says its answer is only a lower bound. The engine is set so its capacity is small and its requests short (4
-output tokens), so a step measures its 100 samples in a few seconds; bench/capacity_accuracy.py runs three settings
-three times each. The batching run also scrapes the mock's /metrics (--llm-server-metrics: the scraped queue against
-the mock's truth of queueing, step by step) and, where influxd is installed, writes to InfluxDB (the dashboard's
-capacity and server panels against the summary); the other scrapes an endpoint that is down (counted, not fatal)."""
+`max_users` is within 10 % of it, and the arrival-rate search's `max_rate_per_s` (then held to confirm it) within
+10 % of the rate the key's model holds in steady state (tests/integration/answer_keys.py); against the fixed-delay
+mock (no capacity limit) the search stops at its maximum and says its answer is only a lower bound. The engine is set
+so its capacity is small and its requests short (4 output tokens), so a step measures its 100 samples in a few
+seconds; bench/capacity_accuracy.py runs three settings three times each. The batching run also scrapes the mock's
+/metrics (--llm-server-metrics: the scraped queue against the mock's truth of queueing, step by step) and, where
+influxd is installed, writes to InfluxDB (the dashboard's capacity and server panels against the summary); the other
+scrapes an endpoint that is down (counted, not fatal)."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import pytest
 
 from loadlib.mock import MockConfig, start_subprocess
 from tests.integration import capacity_views as views
+from tests.integration.answer_keys import answer_key, steady_rate
 from tests.integration.influx_server import InfluxServer, find_influxd
 from tests.integration.locust_runs import load, run_distributed
 
@@ -49,12 +50,6 @@ def search(host: str, summary: Path, *args: str, timeout: float = 90) -> tuple[i
         timeout=timeout,
     )
     return code, err, seconds, load(summary) if summary.exists() else {}
-
-
-def answer_key(url: str, query: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{url}/mock/capacity?{query}", timeout=60) as r:
-        found: dict[str, Any] = json.loads(r.read())
-    return found
 
 
 def loads(capacity: dict[str, Any]) -> Sequence[int]:
@@ -88,6 +83,31 @@ def test_the_search_finds_the_batching_mocks_capacity_within_10_percent(tmp_path
     for step in capacity["steps"]:
         assert step["requests"] > 0 and step["ttft_ms"]["p95"] is not None and not step["client_saturated"]
     print(f"max_users {capacity['max_users']} against {truth}, steps {loads(capacity)}, {seconds:.1f} s")
+
+
+def test_the_rate_search_finds_the_batching_mocks_rate_within_10_percent_and_holds_it(tmp_path: Path) -> None:
+    config = MockConfig(engine="batching", prefill_ms_per_1k=250.0, **ENGINE)  # about 65 requests/s
+    with start_subprocess(config) as mock:
+        args = ("--llm-capacity-control", "rate", "--llm-capacity-start", "32", "--llm-capacity-precision", "0.1")
+        args += ("--llm-capacity-inflight-s", "2", "--llm-capacity-confirm-s", "4")
+        code, err, seconds, summary = search(mock.url, tmp_path / "s.json", *args, timeout=150)
+        key = answer_key(mock.url, "ttft_p95_ms=300&output_tokens=4")
+    assert code == 0, err[-3000:]
+    capacity = summary["capacity"]
+    rates = [s["rate_per_s"] for s in capacity["steps"]]
+    assert capacity["mode"] == "rate" and capacity["max_users"] is None and not capacity["lower_bound"], capacity
+    truth = steady_rate(key, 300.0)  # the key's own 400 arrivals sit above it (docs/capacity.md)
+    found = capacity["max_rate_per_s"]
+    assert abs(found - truth) <= 0.1 * truth, (found, truth, key["rate_per_s"], rates)
+    assert capacity["first_failed_rate_per_s"] > capacity["max_rate_per_s"]
+    hold = capacity["steps"][-1]
+    assert hold["confirm"] and hold["rate_per_s"] == capacity["max_rate_per_s"] and hold["window_s"] >= 4
+    assert capacity["confirmed"] is hold["passed"]
+    for step in capacity["steps"]:  # the pool of users grows with the rate, and what the window achieved is near it
+        assert step["users"] >= 2 * step["rate_per_s"] and step["schedule_lag_ms"]["p95"] is not None
+        if step["passed"]:
+            assert abs(step["requests_per_s"] - step["rate_per_s"]) <= 0.25 * step["rate_per_s"], step
+    print(f"max_rate_per_s {found} against {truth} (the key: {key['rate_per_s']}), steps {rates}, {seconds:.1f} s")
 
 
 @contextlib.contextmanager

@@ -76,3 +76,25 @@ def test_ramp_and_step_user_counts() -> None:
     assert ramp_users(15, 40, 30) == 20
     assert [step_users(t, 100, 4, 10) for t in (0, 9.9, 10, 25, 39, 100)] == [25, 25, 50, 75, 100, 100]
     assert step_users(5, 3, 10, 1) == 2, "more steps than users still climbs"
+
+
+def test_a_new_rate_voids_the_slots_taken_and_starts_now() -> None:
+    """The capacity search's rate steps: a user asleep on a slot of the old rate wakes (its sleep is cut short when
+    the rate changes) and takes a slot of the new schedule, which starts at once with no backlog."""
+    clock = FakeClock()
+    s = ArrivalSchedule(1, "constant", clock=clock)
+    start = s.take()  # the first slot: now
+    woken: list[float] = []
+
+    def sleep(seconds: float) -> None:  # asleep until the next slot, 1 s away; the rate changes after 0.1 s
+        woken.append(seconds)
+        clock.t += 0.1
+        if len(woken) == 1:
+            s.set_rate(10)
+
+    slot = wait_for_slot(s, sleep)
+    assert woken[0] == pytest.approx(1.0)
+    assert slot - start == pytest.approx(100.0), "the new schedule's first slot is when the rate changed"
+    assert s.take() - slot == pytest.approx(100.0), "then every 100 ms"
+    with pytest.raises(ValueError, match="> 0"):
+        s.set_rate(0)

@@ -52,7 +52,7 @@ def test_a_capacity_summary_is_valid_against_the_schema() -> None:
 def test_markdown_has_the_answer_and_a_row_per_step() -> None:
     text = markdown_summary(summary(None))
     assert "**Capacity: 8 users** (first failing: 16 users, ttft p95 < 500ms" in text
-    assert "| 2 | 16 | **FAIL** |" in text and "| 1 | 8 | held |" in text
+    assert "| 2 | 16 users | **FAIL** |" in text and "| 1 | 8 users | held |" in text
 
 
 def test_junit_fails_the_capacity_case_below_the_gate_and_stays_valid() -> None:
@@ -61,3 +61,53 @@ def test_junit_fails_the_capacity_case_below_the_gate_and_stays_valid() -> None:
     assert 'name="capacity &gt;= 12 users"' in xml and 'classname="loadlib.capacity"' in xml
     assert '<failure message="max_users 8; first failing 16 users"' in xml
     assert "step 2: 16 users failed: ttft p95 &lt; 500ms" in xml
+
+
+def rate_summary(minimum: float | None, confirmed: bool | None) -> dict[str, Any]:
+    """A rate search: 8 req/s held, 16 failed (its arrivals went late once and it was measured again), 8 held again
+    in the hold at the answer."""
+    base = json.loads((ROOT / "tests" / "fixtures" / "summaries" / "chat_with_verdict.json").read_text())
+    search = Search(start=8, control="rate")
+    search.record(8.0, True)
+    search.record(16.0, False)
+    slow = step(2, 32, 900.0) | {"rate_per_s": 16.0, "schedule_lag_ms": {"p50": 2.0, "p95": 350.0}}
+    slow["remeasured"] = answer.slipped(slow, 50.0)
+    steps = [step(1, 16, 100.0) | {"rate_per_s": 8.0}, slow, step(3, 32, 910.0) | {"rate_per_s": 16.0}]
+    steps.append(step(4, 32, 100.0) | {"rate_per_s": 8.0, "confirm": True})
+    base["capacity"] = answer.section(search, steps, None, minimum, confirmed)
+    base.pop("thresholds", None)
+    base["verdict"] = verdict([], base)
+    return base
+
+
+def test_a_rate_search_summary_is_valid_and_names_its_rate_everywhere() -> None:
+    s = rate_summary(12.5, True)
+    assert [f"{e.message}" for e in VALIDATOR.iter_errors(s)] == []
+    c = s["capacity"]
+    assert (c["mode"], c["max_rate_per_s"], c["max_users"], c["first_failed_rate_per_s"]) == ("rate", 8.0, None, 16.0)
+    assert c["steps"][1]["remeasured"] == "arrivals late (schedule lag p95 350 ms > 50 ms): measured again"
+    assert s["verdict"]["reasons"] == ["capacity max_rate_per_s 8 < --llm-capacity-min 12.5"]
+    line = answer.answer_line(c)
+    assert line.startswith("max_rate_per_s 8 (within 5 %); first failing 16 req/s: ttft p95 < 500ms")
+    assert line.endswith("; the hold at it confirmed it")
+    assert "8 req/s  held (confirm)" in answer.step_line(c["steps"][3])
+    assert "measured again" in answer.step_line(c["steps"][1])
+    text = markdown_summary(s)
+    assert "**Capacity: 8 req/s** (first failing: 16 req/s" in text and "the hold at the answer confirmed it" in text
+    assert "| 4 (hold) | 8 req/s | held |" in text
+    xml = junit_xml(s)
+    JUNIT_XSD.validate(xml)
+    assert 'name="capacity &gt;= 12.5 req/s"' in xml and "max_rate_per_s 8; first failing 16 req/s" in xml
+
+
+def test_a_hold_that_fails_says_the_answer_is_not_confirmed() -> None:
+    c = rate_summary(None, False)["capacity"]
+    assert answer.answer_line(c).endswith("; the hold at it did NOT confirm it")
+
+
+def test_only_a_failed_rate_step_whose_arrivals_went_late_is_measured_again() -> None:
+    row = {"passed": False, "rate_per_s": 16.0, "schedule_lag_ms": {"p50": 1.0, "p95": 40.0}}
+    assert answer.slipped(row, 50.0) is None
+    assert answer.slipped(row | {"schedule_lag_ms": {"p50": 1.0, "p95": 60.0}}, 50.0) is not None
+    assert answer.slipped(row | {"passed": True, "schedule_lag_ms": {"p50": 1.0, "p95": 60.0}}, 50.0) is None
+    assert answer.slipped(row | {"rate_per_s": None, "schedule_lag_ms": {"p50": 1, "p95": 60.0}}, 50.0) is None

@@ -7,8 +7,8 @@ import pytest
 from loadlib.capacity.search import Search, bound_steps
 
 
-def run(search: Search, capacity: int) -> Search:
-    load: int | None = search.first()
+def run(search: Search, capacity: float) -> Search:
+    load: float | None = search.first()
     while load is not None:
         search.record(load, load <= capacity)
         load = search.next()
@@ -42,3 +42,23 @@ def test_the_maximum_holding_ends_the_search_as_a_lower_bound() -> None:
 def test_the_bound_counts_bracket_and_bisection() -> None:
     assert bound_steps(1, 1000, 0.05) == 11 + 5 + 1  # 1, 2, 4 ... 512, 1000; a gap of 500 halved to 25; one more
     assert bound_steps(8, 8, 0.05) == 1 + 2 + 1
+
+
+@pytest.mark.parametrize("capacity", [0.7, 3.3, 9.5, 15.0, 41.75, 120.0])
+@pytest.mark.parametrize("start", [1.0, 8.0])
+def test_a_rate_search_finds_the_rate_to_its_precision(capacity: float, start: float) -> None:
+    s = run(Search(start=start, maximum=1000, precision=0.05, control="rate"), capacity)
+    assert s.failed is not None and s.held <= capacity < s.failed
+    assert s.failed - s.held <= max(s.held, start) * 0.05
+    assert len(s.tried) <= 20
+
+
+def test_a_rate_search_brackets_by_doubling_and_bisects_in_fractions() -> None:
+    s = run(Search(start=8, precision=0.05, control="rate"), 30.0)
+    assert s.tried[:4] == [8, 16, 32, 24] and s.tried[4:] == [28, 30, 31]
+    assert (s.held, s.failed) == (30, 31)
+
+
+def test_a_rate_search_whose_every_step_fails_ends_below_the_first_rate() -> None:
+    s = run(Search(start=8, precision=0.05, control="rate"), 0.1)
+    assert s.held == 0 and s.failed is not None and s.failed <= 0.4 and len(s.tried) <= 6

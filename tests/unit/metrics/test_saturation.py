@@ -80,6 +80,17 @@ def test_the_window_opens_a_settle_time_after_spawning_and_closes_at_the_stop() 
     assert w.place("running", 4.0) == STARTUP
 
 
+def test_samples_inside_the_runs_warmup_count_with_the_start_up() -> None:
+    """--llm-warmup: the client verdict leaves the warm-up out as it leaves out the start-up."""
+    warming = [True]
+    w = RunWindow(settle_s=1.0)
+    w.warming = lambda: warming[0]
+    assert [w.place("running", t) for t in (0.1, 2.0, 5.0)] == [STARTUP, STARTUP, STARTUP]
+    warming[0] = False
+    assert w.place("running", 5.1) == MEASURED
+    assert w.place("cleanup", 6.0) == STOP
+
+
 def test_a_stop_before_spawning_completed_is_start_up() -> None:
     w = RunWindow()
     assert [w.place(s, t) for s, t in [("spawning", 0.1), ("stopped", 0.2)]] == [STARTUP, STARTUP]

@@ -49,6 +49,20 @@ def test_endpoint_checks_name_the_problem() -> None:
         check_run(parsed("--llm-server-metrics-interval", "0"), "http://127.0.0.1:9/v1")
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--llm-capacity-start", "0"), "--llm-capacity-start must be > 0, got 0.0"),
+        (("--llm-capacity-start", "20", "--llm-capacity-max", "10"), "--llm-capacity-max must be >= 20, got 10.0"),
+        (("--llm-capacity-precision", "1.5"), "--llm-capacity-precision must be above 0 and below 1, got 1.5"),
+        (("--llm-capacity-confirm-s", "-1"), "--llm-capacity-confirm-s must be >= 0, got -1.0"),
+    ],
+)
+def test_the_capacity_search_is_checked_before_load(args: tuple[str, ...], message: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{message}$"):
+        check_endpoint(parsed(*args), "http://127.0.0.1:9/v1")
+
+
 @pytest.mark.skipif(not Path("/proc/version").is_file(), reason="needs Linux's /proc")
 def test_a_folder_that_refuses_new_files_is_found_at_start_up() -> None:
     """os.access lets root write anywhere; /proc takes no new file whoever asks, which only an attempt shows."""
