@@ -64,6 +64,8 @@ LABELS = {
     "arrival_rate": "Arrival rate (requests/s)",
     "arrival_process": "Arrival process",
     "llm_warmup": "Warm-up left out (10s, spawned)",
+    "llm_confidence": "Confidence level (0.95)",
+    "llm_threshold_ci": "Thresholds judged by interval",
     "data_seed": "Data seed",
     "chat_turns": "Chat: turns per conversation",
     "chat_conversations": "Chat: conversations",

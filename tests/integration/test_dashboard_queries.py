@@ -27,6 +27,7 @@ from loadlib.sinks.lineproto import (
     capacity_step_line,
     drill_line,
     event_line,
+    incident_line,
     request_line,
     server_line,
     user_request_line,
@@ -103,6 +104,7 @@ FAILOVER_QUERIES = (
     "Attempt errors vs user-visible errors [B]",
     "Attempt errors vs user-visible errors [C]",
     "Failover drills [A]",
+    "Failover incidents [A]",
 )
 # Titles of the queries that only return data when the run had the compliance scenario's amplification pairs.
 COMPLIANCE_QUERIES = ("Structured-output amplification [A]",)
@@ -301,6 +303,10 @@ def write_run(influx: InfluxServer, run_id: str, n: int) -> SyntheticRun:
     lines += [event_line(run_id, e.kind, e.endpoint, e.message, e.ts_ns, e.worker) for e in events]
     lines += [
         drill_line(run_id, index, d.endpoint, d.fault, d.figures, start + (d.stop_s + 20) * SECOND)  # once final
+        for index, d in enumerate(DRILLS)
+    ]
+    lines += [  # each drill's outage as the breakers saw it: an incident, written at test stop
+        incident_line(run_id, {**d.figures, "endpoint": d.endpoint, "index": index, "duration_s": d.stop_s}, end)
         for index, d in enumerate(DRILLS)
     ]
     lines += [amplification_line(run_id, r.worker_id, 3, r, recs[i + 1]) for i, r in enumerate(recs[:-1]) if i % 5 == 0]

@@ -54,6 +54,10 @@ def samples(tmp: Path) -> dict[str, str]:
         "llm_retry_budget": "0.5",
         "llm_hedge_after_ms": "250",
         "llm_drill": "ep:http_503@30s+5s",  # after the one-second run: it never fires
+        "llm_confidence": "0.9",  # a level, between 0 and 1
+        "llm_capacity_control": "rate",
+        "llm_warmup": "2s",
+        "llm_capacity_precision": "0.1",  # a share, between 0 and 1
     }
     return {o.dest: special[o.dest] if o.dest in special else _changed(o) for o in OPTIONS if not o.flag_only}
 
