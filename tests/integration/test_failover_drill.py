@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 from influx_server import InfluxServer
-from test_dashboard_queries import COMPLIANCE_QUERIES, run_dashboard_queries
+from test_dashboard_queries import CAPACITY_QUERIES, COMPLIANCE_QUERIES, SERVER_QUERIES, run_dashboard_queries
 
 from loadlib.mock import MockConfig, start_subprocess
 from tests.integration.locust_runs import load, run_distributed
