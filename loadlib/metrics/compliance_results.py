@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from loadlib.metrics import amplification
+from loadlib.metrics.confidence import DEFAULT_LEVEL
 from loadlib.metrics.scenarios import SEP, ScenarioResults, Section, key, num, select, share
 
 
@@ -28,7 +29,7 @@ def summarize(r: ScenarioResults, summary: Mapping[str, Any]) -> dict[str, Any] 
     schema = {k[0]: v for k, v in select(r, "compliance", "schema").items()}
     compare = {k[0]: v for k, v in select(r, "compliance", "compare").items()}
     audit = select(r, "compliance", "audit")
-    amp = amplification.summarize(r)
+    amp = amplification.summarize(r, float((summary.get("confidence") or {}).get("level") or DEFAULT_LEVEL))
     if not (schema or compare or audit or amp):
         return None
     valid, invalid = schema.get("valid", 0), schema.get("invalid", 0)

@@ -35,7 +35,8 @@ def _amplification(amp: Mapping[str, Any]) -> str:
     note = para(
         "The same compliance cases asked for JSON and for plain prose (--compliance-plain-share): ratios of sums over "
         "the pairs whose two answers succeeded; TTFT and E2E as the JSON answers' mean minus the prose answers'. "
-        "No confidence intervals yet."
+        "In brackets: the confidence interval at the run's level (Fieller's for the ratios, Student's t for the "
+        "differences; ? when fewer than 2 pairs or a denominator not clearly above 0 leave it unbounded)."
     )
     rows = table(amplification.TABLE_HEADER, amplification.table_rows(dict(amp)), [False, *[True] * 6])
     return section("Structured-output amplification", note, rows)

@@ -37,13 +37,27 @@ def test_ratios_of_sums_and_differences_of_means() -> None:
         "json_output_tokens": 422,
         "plain_output_tokens": 200,
         "output_tokens_ratio": 2.11,
+        "output_tokens_ratio_ci": [2.11, 2.11],  # every pair in the same proportion: no doubt about the ratio
         "json_cost_usd": 0.00422,
         "plain_cost_usd": 0.002,
         "cost_ratio": 2.11,
+        "cost_ratio_ci": [2.11, 2.11],
         "ttft_diff_ms": 15.0,
+        "ttft_diff_ms_ci": [-48.531, 78.531],  # differences 10 and 20: 15 ± t(0.975, 1) 12.706 x se 5
         "e2e_diff_ms": 160.0,
+        "e2e_diff_ms_ci": [32.938, 287.062],  # 150 and 170: 160 ± 12.706 x 10
     }
-    assert "x2.110" in amplification.render(got)[0] and amplification.table_rows(got)[0][3] == "2.110"
+    line = amplification.render(got)[0]
+    assert "x2.110 [2.110–2.110]" in line and "TTFT 15.0 [-48.5–78.5] ms" in line
+    assert amplification.table_rows(got)[0][3] == "2.110 [2.110–2.110]"
+
+
+def test_one_pair_has_no_interval() -> None:
+    r = ScenarioResults()
+    amplification.pair(r, 3, rec(211, 0.00211, 60.0, 300.0), rec(100, 0.001, 50.0, 150.0))
+    got = amplification.summarize(r)
+    assert got is not None and got["output_tokens_ratio"] == 2.11 and got["output_tokens_ratio_ci"] is None
+    assert got["e2e_diff_ms_ci"] is None and "x2.110 [?]" in amplification.render(got)[0]
 
 
 def test_depths_are_reported_apart_when_there_are_several_and_merge_across_workers() -> None:
