@@ -79,9 +79,7 @@ def _t(n: int, level: float) -> float:
     return t_quantile(1.0 - (1.0 - level) / 2.0, n - 1)
 
 
-def ratio_interval(
-    n: int, sx: int, sy: int, sxx: int, syy: int, sxy: int, level: float
-) -> tuple[float, float] | None:
+def ratio_interval(n: int, sx: int, sy: int, sxx: int, syy: int, sxy: int, level: float) -> tuple[float, float] | None:
     """Fieller's interval for mean(x) / mean(y) from n pairs' sums; None with fewer than 2 pairs or when the
     denominator's mean is not significantly above 0 (the interval would be unbounded)."""
     if n < 2 or sy <= 0:

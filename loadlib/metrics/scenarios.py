@@ -42,8 +42,11 @@ class ScenarioResults:
         self.gauges[key] = value
 
     def serialize(self) -> dict[str, Any]:
+        """The counts, histograms and gauges as a worker ships them. A count beyond 64 bits (a sum of squared
+        nano-dollars or microseconds: loadlib.metrics.amplification) goes as its decimal string, which msgpack
+        carries and merge_serialized reads back exactly."""
         return {
-            "counts": dict(self.counts),
+            "counts": {k: n if -(2**63) <= n < 2**63 else str(n) for k, n in self.counts.items()},
             "hists": {k: h.to_dict() for k, h in self.hists.items()},
             "gauges": dict(self.gauges),
         }
