@@ -63,5 +63,10 @@ def test_reported_amplification_equals_the_mocks_truth(tmp_path: Path) -> None:
     truth_cost = sum(cost(a) for a, _ in pairs) / sum(cost(b) for _, b in pairs)
     assert amp["cost_ratio"] == pytest.approx(truth_cost, rel=0.01) and amp["cost_ratio"] < amp["output_tokens_ratio"]
     assert amp["e2e_diff_ms"] > 100, "111 more tokens, 2 ms apart"
+    assert amp["output_tokens_ratio_ci"] == [2.11, 2.11], "every pair exactly 211 / 100: no doubt left"
+    low, high = amp["cost_ratio_ci"]
+    assert low <= round(truth_cost, 4) <= high and high - low < 0.05 * truth_cost
+    low, high = amp["e2e_diff_ms_ci"]
+    assert 100 < low <= amp["e2e_diff_ms"] <= high, "111 tokens more at 2 ms each, whatever the jitter"
     assert "by_depth" not in amp, "one schema, one depth"
-    assert "structured-output amplification: JSON/plain output tokens x2.110" in p.stdout
+    assert "structured-output amplification: JSON/plain output tokens x2.110 [2.110–2.110]" in p.stdout
