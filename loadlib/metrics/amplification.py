@@ -73,8 +73,8 @@ def _diff_ms(c: dict[str, int], name: str) -> float | None:
 
 def _ratio_ci(c: dict[str, int], name: str, n: int, level: float) -> list[float] | None:
     """Fieller's interval of the ratio of the pairs' means, four decimals like the ratio (None: unbounded)."""
-    sums = (c.get(f"{part}_{name}", 0) for part in ("json", "plain", "json_sq", "plain_sq", "cross"))
-    ci = ratio_interval(n, *sums, level=level)
+    sx, sy, sxx, syy, sxy = (c.get(f"{part}_{name}", 0) for part in ("json", "plain", "json_sq", "plain_sq", "cross"))
+    ci = ratio_interval(n, sx, sy, sxx, syy, sxy, level)
     return None if ci is None else [round(ci[0], 4), round(ci[1], 4)]
 
 
