@@ -20,8 +20,8 @@ from loadlib.mock.engine.sim import METRICS, Workload, closed_loop, open_loop, p
 MAX_USERS = 2048
 RATE_PRECISION = 0.005  # relative width at which the rate search stops
 STEADY_ARRIVALS = 20_000  # the rate's run: long enough that its queue near saturation reaches its steady state
-COARSE = 50  # the first, coarse rate search runs 1/COARSE of the arrivals
-BRACKET = 1.15  # the first fine search starts from the coarse answer / and x this
+COARSE = 50  # the first, coarse rate search runs 1/COARSE of the arrivals, one seed
+BRACKET = 1.15  # the fine search starts from the coarse answer / and x this
 SEEDS = 4  # a level's arrivals come in this many seeded runs
 
 
