@@ -77,8 +77,8 @@ def check_capacity(options: Options) -> None:
         raise ConfigError(f"--llm-capacity-start must be > 0, got {options.llm_capacity_start!r}")
     _at_least(options.llm_capacity_max, start, "--llm-capacity-max")
     precision = options.llm_capacity_precision
-    if not 0 < float(precision) < 1:
-        raise ConfigError(f"--llm-capacity-precision must be above 0 and below 1, got {precision!r}")
+    if not 0 < float(precision) <= 1:  # 1: the bracket only (a failing load at most twice one that held)
+        raise ConfigError(f"--llm-capacity-precision must be above 0 and at most 1, got {precision!r}")
     for value, flag in (
         (options.llm_capacity_warmup_s, "--llm-capacity-warmup-s"),
         (options.llm_capacity_window_s, "--llm-capacity-window-s"),

@@ -104,17 +104,17 @@ def test_the_probe_names_what_busts_litellms_response_cache(tmp_path: Path) -> N
             pytest.fail("no LiteLLM: scripts/test.sh installs it into tools/litellm/.venv (see its install.log)")
         pytest.skip("LiteLLM is not installed here: scripts/test.sh installs it, or set LOADLIB_LITELLM")
     summary = tmp_path / "summary.json"
-    with start_subprocess(MockConfig(ttft_ms=50, itl_ms=2)) as mock, litellm_proxy(mock.url + "/v1", tmp_path) as url:
+    with start_subprocess(MockConfig(ttft_ms=20, itl_ms=1)) as mock, litellm_proxy(mock.url + "/v1", tmp_path) as url:
         warm(url)
         p = run(
             locust_cmd(
-                *headless(1, 6),
+                *headless(1, 10),  # a round answers every variation once: at least one whole round on a busy machine
                 *("--host", url + "/v1", "--llm-api-key-env", "none", "--llm-summary", str(summary)),
                 *("--llm-model", "mock-llm", "--cache-probe-doc-tokens", "512"),
                 *("--cache-probe-model-alias", "mock-llm-2026"),
                 locustfile="locustfiles/cache_probe.py",
             ),
-            timeout=60,
+            timeout=90,
         )
     assert p.returncode == 0, p.stderr[-3000:]
     probe = load(summary)["scenarios"]["cache_probe"]

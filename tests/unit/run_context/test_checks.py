@@ -54,7 +54,7 @@ def test_endpoint_checks_name_the_problem() -> None:
     [
         (("--llm-capacity-start", "0"), "--llm-capacity-start must be > 0, got 0.0"),
         (("--llm-capacity-start", "20", "--llm-capacity-max", "10"), "--llm-capacity-max must be >= 20, got 10.0"),
-        (("--llm-capacity-precision", "1.5"), "--llm-capacity-precision must be above 0 and below 1, got 1.5"),
+        (("--llm-capacity-precision", "1.5"), "--llm-capacity-precision must be above 0 and at most 1, got 1.5"),
         (("--llm-capacity-confirm-s", "-1"), "--llm-capacity-confirm-s must be >= 0, got -1.0"),
     ],
 )
