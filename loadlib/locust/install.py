@@ -95,6 +95,7 @@ def on_init(environment: Any, **_: Any) -> None:
     progress.prepare(ctx)  # before Locust spawns its request-table printer
     if ctx.is_master:
         ctx.gate = handshake.Gate(environment)  # first: a worker may say hello while the checks below run
+    _interrupt_in_main()
     previous = signal.signal(signal.SIGTERM, _terminated)  # Locust handles SIGTERM only once init is over
     try:
         _prepare_master_or_local(ctx)
@@ -132,6 +133,14 @@ def wire(ctx: RunContext) -> None:
 
 def _terminated(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+def _interrupt_in_main() -> None:
+    """Ctrl-C (SIGINT) as Locust expects it: a KeyboardInterrupt in the main greenlet, thrown by the hub. Python's own
+    handler raises it in whichever greenlet runs when the signal lands; raised in a request's greenlet, it reached
+    the main greenlet a second time during the shutdown and cut the run off before its verdict line."""
+    main = get_hub().parent
+    gevent.signal_handler(signal.SIGINT, lambda: main.throw(KeyboardInterrupt))
 
 
 def _interrupted_at_start(ctx: RunContext) -> None:
