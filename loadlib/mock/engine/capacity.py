@@ -18,11 +18,7 @@ from loadlib.mock.engine.seq import Seq
 from loadlib.mock.engine.sim import METRICS, Workload, closed_loop, open_loop, poisson_arrivals, quantile, seen_ms
 
 MAX_USERS = 2048
-RATE_PRECISION = 0.005  # relative width at which the rate search stops
-STEADY_ARRIVALS = 20_000  # the rate's run: long enough that its queue near saturation reaches its steady state
-COARSE = 50  # the first, coarse rate search runs 1/COARSE of the arrivals, one seed
-BRACKET = 1.15  # the fine search starts from the coarse answer / and x this
-SEEDS = 4  # a level's arrivals come in this many seeded runs
+RATE_PRECISION = 0.01  # relative width at which the rate search stops
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,63 +75,25 @@ def _largest(passes: Callable[[int], bool], limit: int) -> int:
 
 def max_users(params: EngineParams, workload: Workload, bounds: list[Bound], rounds: int = 6) -> int:
     """The largest closed-loop user count whose measured requests keep every bound (0: not even one user)."""
-
-    def passes(users: int) -> bool:
-        level = closed_level(params, workload, users, rounds)
-        return all(b.holds(level, workload) for b in bounds)
-
-    return _largest(passes, MAX_USERS)
+    return _largest(
+        lambda n: all(b.holds(closed_level(params, workload, n, rounds), workload) for b in bounds), MAX_USERS
+    )
 
 
-def _bracket(passes: Callable[[float], bool], guess: float, factor: float) -> tuple[float, float]:
-    """A passing and a failing rate around `guess`, stepping out by `factor` until they are found."""
-    low, high = guess / factor, guess * factor
-    while not passes(low):
-        low, high = low / factor, low
-        if low < 1e-3:
-            return 0.0, high
-    while passes(high):
-        low, high = high, high * factor
-        if high > 1e6:
-            return low, low
-    return low, high
+def max_rate(
+    params: EngineParams, workload: Workload, bounds: list[Bound], requests: int = 400, seed: int = 0
+) -> float:
+    """The largest Poisson rate (requests/s) that keeps every bound, to RATE_PRECISION; 0 when none does."""
 
+    def passes(rate: float) -> bool:
+        return all(b.holds(open_level(params, workload, rate, requests, seed), workload) for b in bounds)
 
-def _bisect(passes: Callable[[float], bool], low: float, high: float) -> float:
-    while high - low > RATE_PRECISION * high and high > 1e-3:
-        mid = (low + high) / 2
-        low, high = (mid, high) if passes(mid) else (low, mid)
-    return low
-
-
-def _coarse_rate(passes: Callable[[float], bool]) -> float:
-    """Doubling from 1/s, then bisection: the first guess."""
     low, high = 0.0, 1.0
     while passes(high):
         low, high = high, high * 2
         if high > 1e6:
             return low
-    return _bisect(passes, low, high) or high / 2
-
-
-def max_rate(
-    params: EngineParams, workload: Workload, bounds: list[Bound], requests: int = STEADY_ARRIVALS, seed: int = 0
-) -> float:
-    """The largest Poisson rate (requests/s) that keeps every bound, to RATE_PRECISION; 0 when none does. A level is
-    `requests` arrivals in SEEDS runs (seeds `seed`, `seed` + 1, ...), each run's first tenth left out, the bounds
-    checked on the measured requests of all of them.
-
-    Coarse then fine: doubling and bisection on one run of `requests // COARSE` arrivals (cheap, but a short run of a
-    queue near saturation lands some percent either side of its steady state), then the full level only around that
-    guess (a bracket widened until it holds one passing and one failing rate), bisected."""
-
-    def passes_with(n: int, seeds: int) -> Callable[[float], bool]:
-        def passes(rate: float) -> bool:
-            level = [s for k in range(seeds) for s in open_level(params, workload, rate, n, seed + k)]
-            return all(b.holds(level, workload) for b in bounds)
-
-        return passes
-
-    guess = _coarse_rate(passes_with(max(requests // COARSE, 100), 1))
-    fine = passes_with(max(requests // SEEDS, 100), SEEDS)
-    return _bisect(fine, *_bracket(fine, guess, BRACKET))
+    while high - low > RATE_PRECISION * high and high > 1e-3:
+        mid = (low + high) / 2
+        low, high = (mid, high) if passes(mid) else (low, mid)
+    return low
