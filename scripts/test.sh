@@ -58,12 +58,22 @@ if [ $# -gt 0 ]; then
   litellm_ready
   exec python -m pytest -q "$@"
 fi
-# Unit tests in one process: Locust monkey-patches threading when a test imports it, and pytest-xdist's workers then
-# wait on gevent locks that their own reader thread cannot wake (LoopExit, a crashed worker). Integration tests start
-# Locust in processes of their own: those about function run two at a time (one file per worker), those that time
-# real processes against ground truth (marked `alone`) one at a time, with nothing beside them.
+# Unit tests in two plain pytest processes, one per core: pytest-xdist cannot run them, because Locust monkey-patches
+# threading when a test imports it and xdist's workers then wait on gevent locks their own reader thread cannot wake
+# (LoopExit, a crashed worker). The slow, self-contained checks (fuzzing, the type checker, the manifests' policy
+# check, the report) are one shard, the rest the other: about equal halves. Each prints when it has finished.
+# Integration tests start Locust in processes of their own: those about function run two at a time (one file per
+# worker), those that time real processes against ground truth (marked `alone`) one at a time, with nothing beside them.
+UNIT_SLOW=(tests/unit/fuzz tests/unit/test_typing.py tests/unit/test_kubernetes.py tests/unit/reports/test_report.py)
+unit_logs=$(mktemp -d)
 rc=0
-python -m pytest -q --durations=5 tests/unit || rc=$?
+python -m pytest -q -p no:cacheprovider --durations=5 "${UNIT_SLOW[@]}" >"$unit_logs/slow.log" 2>&1 &
+unit_slow=$!
+python -m pytest -q -p no:cacheprovider --durations=5 tests/unit "${UNIT_SLOW[@]/#/--ignore=}" \
+  >"$unit_logs/rest.log" 2>&1 || rc=$?
+wait "$unit_slow" || rc=$?
+cat "$unit_logs/rest.log" "$unit_logs/slow.log"
+rm -rf "$unit_logs"
 litellm_ready
 python -m pytest -q --durations=10 -n 2 --dist loadfile -m "not alone" tests/integration || rc=$?
 python -m pytest -q --durations=10 -m alone tests/integration || rc=$?

@@ -74,7 +74,7 @@ from tests.support.doc_commands import (
 pytestmark = [pytest.mark.integration, pytest.mark.alone]  # timing-sensitive: run with nothing beside it
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-RUN_TIME = "6s"  # long enough for every verdict a doc shows without a threshold of its own
+RUN_TIME = "4s"  # long enough for every verdict a doc shows without a threshold of its own
 JUDGED_RUN_TIME = "10s"  # a command with thresholds: a p95 needs 100 samples, a share 20, before it is judged
 JUDGED = ("--llm-threshold", "--scenario-slo", "--llm-capacity", "capacity.py", "--llm-request-slo")
 MAX_USERS = 10
@@ -568,9 +568,13 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     started = time.monotonic()
     chosen = selected_cases(request.session)
     dirs = {case.id: tmp_path_factory.mktemp(case.id.replace("/", "_").replace(":", "_")) for case in chosen}
+    first: dict[tuple, Case] = {}
+    for case in chosen:  # twins run once: the first of them
+        first.setdefault(same_run(case), case)
     with ThreadPoolExecutor(PARALLEL) as pool:
-        futures = {case.id: pool.submit(run_case, case, dirs[case.id]) for case in chosen}
-        outcomes = {cid: finished(future) for cid, future in futures.items()}
+        futures = {key: pool.submit(run_case, case, dirs[case.id]) for key, case in first.items()}
+        done = {key: finished(future) for key, future in futures.items()}
+    outcomes = {case.id: done[same_run(case)] for case in chosen}
     for case in chosen:
         if saturated(outcomes[case.id]) and case.expected != 3:
             again = tmp_path_factory.mktemp(dirs[case.id].name + "_alone")
@@ -578,6 +582,15 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
             outcomes[case.id].alone = True
     yield outcomes
     report(request.config, chosen, outcomes, time.monotonic() - started)
+
+
+def same_run(case: Case) -> tuple:
+    """What a case runs, so two docs that show the same command (README's quick start and the doc it points to) run
+    it once: its kind, command, environment, added arguments, follow-ups and workers."""
+    worker = (case.workers[0].argv, case.workers[1]) if case.workers else None
+    tools = tuple((tool.argv, tuple(sorted(tool.env.items()))) for tool in case.tools)
+    env = tuple(sorted(case.command.env.items()))
+    return (case.kind, case.command.argv, env, case.args, tools, worker, case.expected, case.says)
 
 
 def finished(future: Future) -> Outcome:
