@@ -6,7 +6,8 @@ point per scenario/endpoint and one for the total: numbers only, so memory is at
 When a series is full the step doubles and neighbouring points merge: counts add exactly; a merged point's
 percentiles are the count-weighted mean of its halves (stated in docs/webui.md; the summary keeps the exact run-wide
 figures). The feed adds the open bucket as a last, live point, so the points' counts add up to the statistics at any
-moment.
+moment; its tokens/s waits until it is half a step old (over a few milliseconds it reads 0, or one request's tokens
+as a spike, and the legend shows the last value).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from loadlib.records.record import RequestRecord
 
 STEP_S = 2.0
 MAX_POINTS = 1800  # per series: one hour at 2 s before the first coarsening
+LIVE_RATE_AGE = 0.5  # of a step: the open bucket's tokens/s is shown once it is this old, null before
 _PERCENTILES = ("ttft_p50", "ttft_p95", "tpot_p50")
 
 
@@ -186,25 +188,29 @@ class Timeline:
         yield TOTAL_NAME, self.total.point(t, step, users)
 
     def feed(self) -> dict[str, Any]:
-        """Every series as columns (JSON-able), the open bucket as a live last point (tokens/s over its age)."""
+        """Every series as columns (JSON-able), the open bucket as a live last point (tokens/s over its age, null
+        while it is younger than LIVE_RATE_AGE of a step)."""
         self._roll()
         now = self.clock()
         live = dict(self._bucket_points(self.bucket_t, max(now - self.bucket_t, 1e-3))) if self.bucket_t else {}
         names = sorted(set(self.points) | set(live), key=lambda n: (n != TOTAL_NAME, n))
+        young = self.step * LIVE_RATE_AGE
         series = {
-            name: _columns([*self.points.get(name, []), *([live[name]] if name in live else [])]) for name in names
+            name: _columns([*self.points.get(name, []), *([live[name]] if name in live else [])], young)
+            for name in names
         }
         return {"step_s": self.step, "series": series}
 
 
-def _columns(points: list[Point]) -> dict[str, Any]:
+def _columns(points: list[Point], young: float = 0.0) -> dict[str, Any]:
+    """The points as columns; a point spanning less than `young` seconds (the live one, just opened) has no rate."""
     classes = sorted({cls for p in points for cls in p.errors})
     return {
         "t": [p.t for p in points],
         "requests": [p.requests for p in points],
         "ok": [p.ok for p in points],
         "completion_tokens": [p.completion_tokens for p in points],
-        "tokens_per_s": [round(p.completion_tokens / p.step, 3) for p in points],
+        "tokens_per_s": [None if p.step < young else round(p.completion_tokens / p.step, 3) for p in points],
         "ttft_p50": [_r(p.ttft_p50) for p in points],
         "ttft_p95": [_r(p.ttft_p95) for p in points],
         "tpot_p50": [_r(p.tpot_p50) for p in points],

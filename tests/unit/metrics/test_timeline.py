@@ -43,6 +43,24 @@ def test_records_fall_into_two_second_buckets_and_the_open_one_is_live() -> None
     assert set(feed["series"]) == {"Aggregated", "chat @ mock"}
 
 
+def test_a_just_opened_bucket_shows_no_rate_until_half_a_step_old() -> None:
+    """Polled 0.1 s into a bucket, tokens/s over its age would read 0 (or one request's tokens as a spike) while
+    tokens flow steadily: the live rate is null, so the chart ends at the last closed point and so does the legend;
+    its counts still add up."""
+    clock = Clock(1000.2)
+    tl = Timeline(clock=clock)
+    tl.add_record(rec())
+    clock.t = 1001.6
+    tl.add_record(rec())
+    clock.t = 1002.1
+    total = tl.feed()["series"]["Aggregated"]
+    assert total["tokens_per_s"] == [pytest.approx(40 / 2), None] and total["requests"] == [2, 0]
+    clock.t = 1002.9
+    tl.add_record(rec())
+    clock.t = 1003.0
+    assert tl.feed()["series"]["Aggregated"]["tokens_per_s"] == [pytest.approx(40 / 2), pytest.approx(20 / 1.0)]
+
+
 def test_worker_reports_are_merged_into_the_bucket_they_arrive_in() -> None:
     clock = Clock(50.0)
     tl = Timeline(clock=clock)
