@@ -145,6 +145,9 @@ def test_every_exit_path_prints_the_code_it_exits_with(tmp_path: Path, dead: str
         if (status, code, rc) != (path.status, path.code, path.code) or path.words not in reason:
             wrong.append(f"{path.name}: exit {rc}, printed {status} {code}: {reason}\n{out[:3000]}\n...\n{out[-3000:]}")
         assert "run longer" not in out, path.name
+        summary = tmp_path / re.sub(r"\W+", "_", path.name) / "summary.json"
+        if summary.is_file():  # docs/outputs.md: `integrity` is null on a local run, not absent
+            assert load(summary).get("integrity", "absent") is None, path.name
     assert not wrong, "\n\n".join(wrong)
 
 
@@ -179,7 +182,13 @@ def outputs_say(tmp: Path, status: str, code: int) -> dict:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_distributed_master_stopped_by_a_signal_is_interrupted(tmp_path: Path, sig: signal.Signals) -> None:
+def test_a_distributed_master_stopped_by_a_signal_is_interrupted(
+    tmp_path: Path, sig: signal.Signals, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside GitHub Actions (the example workflow's job: master and workers see $GITHUB_STEP_SUMMARY) the run's page
+    gets the Markdown once, from the master."""
+    step = tmp_path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     port = free_port()
     proc = master(port, tmp_path, "-u", "4", "-r", "4", "-t", "60s", "--expect-workers", "2")
     workers = [worker(port, "locustfiles/chat.py") for _ in range(2)]
@@ -194,6 +203,7 @@ def test_a_distributed_master_stopped_by_a_signal_is_interrupted(tmp_path: Path,
     assert proc.returncode == 130 and verdict_of(out)[:2] == ("INTERRUPTED", 130), out[-2500:]
     s = outputs_say(tmp_path, "interrupted", 130)
     assert s["interrupted"] is True and s["total"]["count"] > 0 and s["duration_s"] < 30
+    assert step.read_text() == (tmp_path / "m.md").read_text(), "the step summary holds the Markdown exactly once"
 
 
 def test_workers_that_never_come_end_not_started_with_every_output(tmp_path: Path) -> None:

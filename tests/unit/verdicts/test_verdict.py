@@ -1,3 +1,6 @@
+import re
+from pathlib import Path
+
 from loadlib.verdicts.verdict import EXIT_CODES, lines, lost, no_verdict, verdict, verdict_line
 
 NO_THRESHOLDS_PASS = "no failed request (no thresholds: Locust's rule)"
@@ -131,3 +134,13 @@ def test_a_run_where_no_attempt_completed_is_invalid_even_without_thresholds() -
     assert verdict([], never_started) is None
     interrupted = verdict([], {**cut, "interrupted": True})
     assert interrupted["status"] == "interrupted" and "no attempt completed" in interrupted["reasons"][1]
+
+
+def test_the_exit_code_table_of_outputs_md_is_the_verdicts_own() -> None:
+    """docs/outputs.md, "Exit codes": every status the verdict can give is a row with its code (and Locust's rule,
+    `errors`, with its default 1); no row names a status or a code the verdict does not give."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "outputs.md").read_text()
+    section = doc.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\d+) \| `(\w+)` \| (.+) \|$", section, flags=re.M)
+    assert {(status, int(code)) for code, status, _ in rows} == {*EXIT_CODES.items(), ("errors", 1)}
+    assert all(len(path) > 20 for _, _, path in rows), "each row says the path that produces it"
