@@ -62,9 +62,13 @@ class Option:
 class JoinAction(argparse.Action):
     """A repeatable option whose value stays one ';'-separated string: `--llm-threshold A --llm-threshold B` is
     'A; B'. argparse's default would keep only B, silently; a string (not a list) is what the web UI's form, the
-    environment variable and locust.conf give, and what the master sends its workers."""
+    environment variable and locust.conf give, and what the master sends its workers. An empty value given on the
+    command line or in the environment is refused (issue 21: a blank `--llm-threshold ''` ran unjudged); the web UI's
+    blank field and the option's default do not come through here."""
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        if not str(values).strip():  # given on the command line or in the environment, so meant to hold something
+            parser.error(f"{option_string} {values!r}: empty; give a value, or leave {option_string} out for none")
         before = getattr(namespace, self.dest, None)
         setattr(namespace, self.dest, f"{before}; {values}" if before and before != self.default else values)
 

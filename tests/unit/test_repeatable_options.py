@@ -36,3 +36,17 @@ def test_baseline_repeats_pool() -> None:
     assert (
         parser().parse_args(["--llm-baseline", "a.json", "--llm-baseline", "b.json"]).llm_baseline == "a.json; b.json"
     )
+
+
+def test_an_empty_value_given_is_refused_in_one_line(capsys) -> None:
+    """Issue 21 item 13: `--llm-threshold ''` (or `LLM_THRESHOLD=`, which the environment passes the same way) meant
+    no thresholds, silently; the default, which never comes through the action, still does."""
+    for blank in ("", "  "):
+        try:
+            parser().parse_args(["--llm-threshold", blank])
+        except SystemExit as stop:
+            assert stop.code == 2
+        else:
+            raise AssertionError(f"{blank!r} was taken")
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.endswith(f"--llm-threshold {blank!r}: empty; give a value, or leave --llm-threshold out for none")
