@@ -27,10 +27,21 @@ Errors: `LoadlibError` and its subclasses `ConfigError` (raise it for a user mis
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadlib.errors import ConfigError, ErrorClass, LoadlibError, MalformedEventError, UnsupportedAPIError
 from loadlib.records.record import RequestRecord
+
+if TYPE_CHECKING:  # what _LAZY imports on first use, seen by type checkers now (else every name would be Any)
+    from loadlib.data.jsonl import read_jsonl
+    from loadlib.locust.context import LLMEvents
+    from loadlib.locust.context import context as run_context
+    from loadlib.locust.scenario_part import ScenarioSpec
+    from loadlib.locust.shapes import RampShape, StepShape
+    from loadlib.locust.user import Check, LLMUser, OnRecord, Reply
+    from loadlib.providers.base import ChatRequest, StreamResult, ToolCall, Usage
+    from loadlib.records.tokens import count_chat, count_text
+    from loadlib.records.user_request import UserRequest
 
 # public name -> module it lives in (imported on first use)
 _LAZY = {

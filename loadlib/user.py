@@ -6,9 +6,9 @@ release (CHANGELOG.md, 0.2.0); the next release removes it.
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from typing import Any
+
+from loadlib.moved import moved
 
 # old name -> (new path, module it lives in)
 _MOVED = {
@@ -22,12 +22,4 @@ __all__ = list(_MOVED)
 
 def __getattr__(name: str) -> Any:
     """The moved name, with a warning that points at the line importing it."""
-    if name not in _MOVED:
-        raise AttributeError(f"module 'loadlib.user' has no attribute {name!r}")
-    new, module = _MOVED[name]
-    warnings.warn(
-        f"loadlib.user.{name} is deprecated and goes away in the next release: use `from {new} import {name}`",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(module), name)
+    return moved(__name__, name, _MOVED)

@@ -17,7 +17,7 @@ import os
 import socket
 import time
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadlib.errors import LoadlibError
 from loadlib.locust.failover_part import FailoverPart
@@ -38,6 +38,12 @@ from loadlib.records.record import RequestRecord
 from loadlib.redact import Redactor
 from loadlib.settings import Options, RunSettings, build_settings, mock_identity, new_run_id, options_of, parsed
 from loadlib.settings import amend as amend_options
+
+if TYPE_CHECKING:  # set by loadlib.locust.install, which imports this module
+    from loadlib.failover.pool import PoolConfig
+    from loadlib.locust.abort import AbortWatch
+    from loadlib.locust.drills import DrillDriver
+    from loadlib.locust.handshake import Gate
 
 SUMMARY_SCHEMA = "loadlib-summary/1"  # schemas/summary-v1.schema.json
 _CONTEXTS: weakref.WeakKeyDictionary[Any, RunContext] = weakref.WeakKeyDictionary()
@@ -73,10 +79,10 @@ class RunContext:
         self._repaced = Event()  # set (and replaced) when the arrival rate changes: sleeping users take new slots
         self.mock: Any = None
         self.mocks: dict[str, Any] = {}  # the pool's embedded mocks by endpoint name (master or local runner)
-        self.pool: Any = None  # the pool as checked at start-up (master or local runner)
-        self.drills: Any = None  # the drill driver (master or local runner)
-        self.abort: Any = None  # the abort-on-fail watch of the current test (master or local runner)
-        self.gate: Any = None  # the master's check of each worker's fingerprint (loadlib.locust.handshake)
+        self.pool: PoolConfig | None = None  # the pool as checked at start-up (master or local runner)
+        self.drills: DrillDriver | None = None  # the drill driver (master or local runner)
+        self.abort: AbortWatch | None = None  # the abort-on-fail watch of the current test (master or local runner)
+        self.gate: Gate | None = None  # the master's check of each worker's fingerprint (loadlib.locust.handshake)
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self.wired = False

@@ -201,13 +201,13 @@ def _prepare_master_or_local(ctx: RunContext) -> None:
         notes = check_run(ctx.options, host, pooled=data is not None) + notes
         if ctx.options.locust.web_login and environment.web_ui:
             credentials()  # a UI that would refuse everyone stops here, in one line
-        ctx.pool = checked_pool(ctx, host, data)
+        ctx.pool = pool = checked_pool(ctx, host, data)
         thresholds_from_options(ctx.options, ctx.verdicts.slos)
         ctx.scenarios.check(ctx.options, load=not ctx.is_master)
-        ctx.redact = secrets_of(ctx.options, ctx.pool)
+        ctx.redact = secrets_of(ctx.options, pool)
         install_log_filter(ctx.redact)
-        _start_targets(ctx, host, data)
-        ctx.drills = DrillDriver(ctx, ctx.pool, _admin_urls(ctx))
+        _start_targets(ctx, pool, host, data)
+        ctx.drills = DrillDriver(ctx, pool, _admin_urls(ctx, pool))
     except LoadlibError as exc:
         fail(str(exc))
     for note in notes:
@@ -250,7 +250,7 @@ def checked_pool(ctx: RunContext, host: str, data: Any) -> PoolConfig:
     return pool
 
 
-def _start_targets(ctx: RunContext, host: str, data: Any) -> None:
+def _start_targets(ctx: RunContext, pool: PoolConfig, host: str, data: Any) -> None:
     """Point the run at its target: the pool (its mocks started), --host, or the embedded mock."""
     environment = ctx.environment
     if data is None:
@@ -260,23 +260,23 @@ def _start_targets(ctx: RunContext, host: str, data: Any) -> None:
             ctx.mock = start_embedded_mock(ctx)
             ctx.amend(llm_admin_url=ctx.mock.url)
         return
-    ctx.mocks = start_pool_mocks(ctx.pool)
-    specs = {s.name: s for s in ctx.pool.endpoints}
+    ctx.mocks = start_pool_mocks(pool)
+    specs = {s.name: s for s in pool.endpoints}
     urls = {n: registry.base_url_at(m.url, specs[n].provider) for n, m in ctx.mocks.items()}
     ctx.amend(llm_pool_urls=urls)
-    first = ctx.pool.endpoints[0]
+    first = pool.endpoints[0]
     environment.host = first.base_url or urls[first.name]
     if ctx.mocks:
         listed = ", ".join(f"{n} at {u}" for n, u in urls.items())
         print(f"loadlib: started the pool's embedded mocks: {listed}", flush=True)
 
 
-def _admin_urls(ctx: RunContext) -> dict[str, str]:
+def _admin_urls(ctx: RunContext, pool: PoolConfig) -> dict[str, str]:
     """Endpoints a drill breaks on the server: the pool's mocks, endpoints with an admin_url, the embedded mock."""
-    urls = {s.name: s.admin_url for s in ctx.pool.endpoints if s.admin_url}
+    urls = {s.name: s.admin_url for s in pool.endpoints if s.admin_url}
     urls.update({name: mock.url for name, mock in ctx.mocks.items()})
     if ctx.mock is not None:
-        urls[ctx.pool.endpoints[0].name] = ctx.mock.url
+        urls[pool.endpoints[0].name] = ctx.mock.url
     return urls
 
 

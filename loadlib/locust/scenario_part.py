@@ -42,7 +42,7 @@ class ScenarioSpec:
 
     name: str
     prepare: Callable[[Options], Any] = _nothing
-    validate: Callable[[Options], None] = _nothing
+    validate: Callable[[Options], object] = _nothing  # what it returns is ignored: prepare can serve as validate
     signature: Callable[[Options], tuple[Any, ...]] = _no_signature
     slo: tuple[str, ...] = ()
     parts: tuple[Callable[[], Any], ...] = ()

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from locust import LoadTestShape
 
-from loadlib.options import OPTIONS
 from loadlib.pacing import ramp_users, step_users
-from loadlib.settings import Options, options_of
+from loadlib.settings import Options, options_of, resolve
 
-_DEFAULTS = {o.dest: o.default for o in OPTIONS}
-DEFAULT_STEP_S = float(_DEFAULTS["shape_step_s"])  # also for 0 or an empty field
-DEFAULT_STEPS = int(_DEFAULTS["shape_steps"])
+_DEFAULTS = resolve(None)  # the registry's defaults, typed
+DEFAULT_STEP_S = float(_DEFAULTS.shape_step_s)  # also for 0 or an empty field
+DEFAULT_STEPS = int(_DEFAULTS.shape_steps)
 
 
 class _CommonShape(LoadTestShape):

@@ -1,8 +1,10 @@
 """The public API (`from loadlib import ...`): every listed name resolves, importing loadlib stays free of Locust's
-gevent patching until a Locust name is used, and the old `loadlib.user` path works with a warning naming the new one."""
+gevent patching until a Locust name is used, and the old paths (`loadlib.user`, `loadlib.shapes`, `loadlib.tokens`)
+work with a warning naming the new one."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import warnings
@@ -69,6 +71,35 @@ def test_the_old_user_path_works_with_a_warning_naming_the_new_one() -> None:
     assert [w.category for w in caught] == [DeprecationWarning]
     assert "from loadlib import LLMUser" in str(caught[0].message)
     assert caught[0].filename == __file__  # it points at the line that used the old name
+
+
+@pytest.mark.parametrize(
+    ("old", "name", "new"),
+    [
+        ("loadlib.shapes", "RampShape", "loadlib"),
+        ("loadlib.shapes", "StepShape", "loadlib"),
+        ("loadlib.tokens", "count_chat", "loadlib"),
+        ("loadlib.tokens", "count_text", "loadlib"),
+        ("loadlib.tokens", "get_encoding", "loadlib.records.tokens"),
+    ],
+)
+def test_the_other_old_paths_work_with_a_warning_naming_the_new_one(old: str, name: str, new: str) -> None:
+    """The shapes and token counters moved in 0.1.0 too (locustfiles/shapes.py and chat.py imported them there)."""
+    module = importlib.import_module(old)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = getattr(module, name)
+    assert value is getattr(importlib.import_module(new), name)
+    assert [w.category for w in caught] == [DeprecationWarning]
+    assert f"use `from {new} import {name}`" in str(caught[0].message)
+    assert caught[0].filename == __file__
+
+
+def test_an_old_path_names_what_it_does_not_have() -> None:
+    import loadlib.tokens as old
+
+    with pytest.raises(AttributeError, match=r"module 'loadlib\.tokens' has no attribute 'count_words'"):
+        old.count_words  # noqa: B018
 
 
 def test_every_name_the_old_user_path_had_still_imports() -> None:

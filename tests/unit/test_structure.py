@@ -19,7 +19,7 @@ MAX_MODULE_LINES = 500
 # Lowest first: the units of a layer import only units of lower layers (docs/architecture.md, "Layers").
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
-    ("logs", "redact", "pacing", "histogram", "mockapi", "option"),
+    ("logs", "redact", "pacing", "histogram", "mockapi", "option", "moved"),
     ("providers",),
     ("config",),
     ("transport",),
@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("settings", "options_help", "reports"),
     ("locust",),
     ("scenarios",),
-    ("__main__", "__init__", "user"),
+    ("__main__", "__init__", "user", "shapes", "tokens"),
 )
 RANK = {unit: rank for rank, layer in enumerate(LAYERS) for unit in layer}
 # The modules that start the mock (the embedded one, a pool's mocks for drills): the only importers of loadlib.mock.
