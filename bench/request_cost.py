@@ -12,9 +12,11 @@ request. Three runs are timed whole, alternating ROUNDS times (the minimum is th
 - pool: the same outputs, a pool of two endpoints with retries (the dispatcher's full path, the drill ledger and
   the user-visible request's own statistics and point).
 
-Then each part alone on the pool run's record (min of 5 repeats): microseconds per request, with their sum. The
-sink's and the records' background work (encoding a point, writing a line) is timed too: it is CPU of the same
-process, spent off the request path. Compare the totals with docs/metrics.md, "What a request costs".
+Then each part alone on the pool run's record and user-visible request (process CPU, the least of REPEATS repeats),
+at 16 and at 128 output tokens, split into a cost per request and one per output token, with their sum. The sink's
+and the records' background work (encoding a point, writing a line) is timed too: it is CPU of the same process,
+spent off the request path. On a shared machine the whole runs vary by tens of percent from run to run; the parts,
+each a minimum over many calls, are the figures to compare with docs/metrics.md, "What a request costs".
 
     python bench/request_cost.py
 """
@@ -46,6 +48,7 @@ from loadlib.errors import ErrorClass  # noqa: E402
 from loadlib.failover.dispatch import Attempt  # noqa: E402
 from loadlib.locust import LLMUser  # noqa: E402
 from loadlib.locust.context import RunContext, context  # noqa: E402
+from loadlib.locust.parts import NodePart  # noqa: E402
 from loadlib.providers.base import ChatRequest, StreamResult, Usage  # noqa: E402
 from loadlib.sinks.lineproto import request_line, user_request_line  # noqa: E402
 from loadlib.transport.stream import StreamOutcome  # noqa: E402
@@ -60,7 +63,7 @@ POOL = {
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi in twenty words."}]
 TOKENS = 128  # the whole runs' answer length
 LENGTHS = (16, 128)  # the parts are timed at both
-ROUNDS, PER_ROUND, PIECE_CALLS = 10, 3000, 5000
+ROUNDS, PER_ROUND, PIECE_CALLS, REPEATS = 10, 3000, 5000, 7
 
 
 class User(LLMUser):
@@ -131,15 +134,15 @@ def per_request_us(user: LLMUser, ctx: RunContext, n: int) -> float:
 
 
 def per_call_us(call: Callable[[], Any], n: int = PIECE_CALLS, before: Callable[[], Any] | None = None) -> float:
-    """Least disturbed of 5 repeats of `n` calls; `before` runs untimed ahead of each repeat."""
+    """CPU of the least disturbed of REPEATS repeats of `n` calls; `before` runs untimed ahead of each repeat."""
     best = float("inf")
-    for _ in range(5):
+    for _ in range(REPEATS):
         if before is not None:
             before()
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(n):
             call()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best / n * 1e6
 
 
@@ -203,32 +206,33 @@ def pieces(user: LLMUser, ctx: RunContext, tokens: int) -> dict[str, float]:
     }
     clear = (lambda: export._buffer.clear(), lambda: sink._buffer.clear())
     out = {name: per_call_us(call, before=lambda: [c() for c in clear]) for name, call in table.items()}
-    whole = per_call_us(lambda: ctx.record(record), before=lambda: [c() for c in clear])
-    adds = (
-        "warm-up clock",
-        "statistics (LLMStats.add)",
-        "goodput (RequestSLO.meets)",
-        "chart timeline (local run only)",
-    )
-    adds += ("integrity ledger (WorkersPart.add)", "records: JSON line (on the request)")
-    adds += ("InfluxDB point queued (on the request)", "drill ledger (FailoverPart.add)", "loadlib's record event")
-    out["run context's fan-out (ctx.record less its parts)"] = max(whole - sum(out[a] for a in adds), 0.0)
+    out[f"run context's fan-out to {len(ctx.parts)} parts (their add: no-ops)"] = fan_out_us(ctx, record)
     out["records: file write (background, per line)"] = write_per_line(export, record)
     out["InfluxDB: encode the request point (background)"] = per_call_us(lambda: request_line(record, "r", "w"))
     out["InfluxDB: encode the user-request point (background)"] = per_call_us(lambda: user_request_line(u, "r", "w"))
     return out
 
 
-def write_per_line(export: Any, record: Any, lines: int = 2000) -> float:
+def fan_out_us(ctx: RunContext, record: Any) -> float:
+    """ctx.record with every part's `add` a no-op: the fan-out's own cost (one guarded call per part)."""
+    parts = ctx.parts
+    ctx.parts = [NodePart() for _ in parts]
+    try:
+        return per_call_us(lambda: ctx.record(record))
+    finally:
+        ctx.parts = parts
+
+
+def write_per_line(export: Any, record: Any, lines: int = 5000) -> float:
     """The records writer's flush (off the request path): a batch of `lines` appended to the file, per line."""
     best = float("inf")
-    for _ in range(5):
+    for _ in range(REPEATS):
         export._buffer.clear()
         for _ in range(lines):
             export.add(record)
-        start = time.perf_counter()
+        start = time.process_time()
         export.flush()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best / lines * 1e6
 
 
@@ -251,7 +255,7 @@ def print_pieces(short: dict[str, float], long: dict[str, float]) -> None:
     """Each part at both lengths, and split into a cost per request and one per output token (a straight line
     through the two: what grows with the answer's length is the ITL bookkeeping)."""
     a, b = LENGTHS
-    print(f"each part alone, pool run (min of 5 x {PIECE_CALLS} calls), us per request:")
+    print(f"each part alone, pool run (CPU, min of {REPEATS} x {PIECE_CALLS} calls), us per request:")
     print(f"  {'':54s} {a:>4d} tok {b:>4d} tok  fixed  per token")
     for name in short:
         slope = (long[name] - short[name]) / (b - a)
