@@ -135,6 +135,8 @@ class SimWorker:
         self.reports, self.fingerprint, self.index = reports, fingerprint, index
         self.classes: dict[str, int] = {USER_CLASS: 0}
         self.state = "ready"
+        self.acked = False
+        self.admitted = gevent.event.Event()
         self.running = gevent.event.Event()
         self.quit = gevent.event.Event()
         self.beats = self.answers = 0  # heartbeats sent, answered (the master answers each, in order)
@@ -152,8 +154,11 @@ class SimWorker:
     def listen(self) -> None:
         while not self.quit.is_set():
             msg = self.client.recv()
-            if msg.type == "ack":
+            if msg.type == "ack" and not self.acked:  # loadlib's gate: acknowledged, held until the hello
+                self.acked = True
                 self.send(HELLO, self.fingerprint)
+            elif msg.type == "ack":  # Locust's own: admitted, from now on every heartbeat is answered
+                self.admitted.set()
             elif msg.type == "spawn":
                 self.send("spawning")
                 self.classes = dict(msg.data["user_classes_count"])
@@ -175,6 +180,9 @@ class SimWorker:
         return sum(self.classes.values())
 
     def heartbeats(self) -> None:
+        """Once a second from admission on (the master does not answer a worker it has not admitted, and the
+        report latency counts answers)."""
+        self.admitted.wait()
         while not self.quit.is_set():
             self.heartbeat()
             gevent.sleep(HEARTBEAT_INTERVAL)
