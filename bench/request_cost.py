@@ -37,10 +37,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from locust import task  # noqa: E402
 from locust.argument_parser import get_parser  # noqa: E402
 from locust.env import Environment  # noqa: E402
+
+from failover_bookkeeping import POOL, User  # noqa: E402  (the same pool of two and no-op user)
 
 import loadlib.locust.user as user_module  # noqa: E402
 from loadlib import options  # noqa: E402
@@ -53,25 +55,10 @@ from loadlib.providers.base import ChatRequest, StreamResult, Usage  # noqa: E40
 from loadlib.sinks.lineproto import request_line, user_request_line  # noqa: E402
 from loadlib.transport.stream import StreamOutcome  # noqa: E402
 
-POOL = {
-    "endpoints": [
-        {"name": "primary", "base_url": "http://127.0.0.1:9/v1", "key_env": "none"},
-        {"name": "secondary", "base_url": "http://127.0.0.1:8/v1", "key_env": "none", "priority": 2},
-    ],
-    "retry": {"max_attempts": 3, "budget": 0.2},
-}
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi in twenty words."}]
 TOKENS = 128  # the whole runs' answer length
 LENGTHS = (16, 128)  # the parts are timed at both
 ROUNDS, PER_ROUND, PIECE_CALLS, REPEATS = 40, 1000, 5000, 7
-
-
-class User(LLMUser):
-    host = "http://127.0.0.1:9/v1"
-
-    @task
-    def noop(self) -> None:
-        pass
 
 
 def canned(*_: object, **__: object) -> StreamOutcome:
