@@ -36,6 +36,9 @@ def test_headless_demo_targets_the_embedded_mock(tmp_path):
     assert s["client_saturated"] in (True, False), "the saturation verdict is always given"
 
 
+MERGE_MOCK = "ttft_ms=10,ttft_jitter_ms=5,itl_ms=3,itl_jitter_ms=2,terminal_delay_ms=15"
+
+
 @pytest.mark.alone
 def test_distributed_run_counts_every_request_once_and_merges_within_precision(tmp_path):
     """A real master and two real worker processes; the master starts the embedded mock and the workers follow it.
@@ -43,18 +46,45 @@ def test_distributed_run_counts_every_request_once_and_merges_within_precision(t
     The master's percentiles (stream TPOT and tail included) equal the exact nearest-rank percentiles of all the
     workers' records within the histograms' stated precision."""
     summary, stats, records = tmp_path / "s.json", tmp_path / "locust", tmp_path / "records-{worker}.jsonl"
-    mock = "ttft_ms=10,ttft_jitter_ms=5,itl_ms=3,itl_jitter_ms=2,terminal_delay_ms=15"
     rc, err, _ = run_distributed(
-        *("-u", "8", "-r", "8", "-t", "5s", "--llm-mock", mock, "--llm-summary", str(summary)),
+        *("-u", "8", "-r", "8", "-t", "5s", "--llm-mock", MERGE_MOCK, "--llm-summary", str(summary)),
         *("--json-file", str(stats), "--llm-records", str(records)),
         timeout=90,
     )
     assert rc == 0, err[-3000:]
+    assert_counted_once_and_merged(tmp_path, load(summary), stats, workers=2)
+
+
+def test_processes_run_keeps_integrity_and_merges_within_precision(tmp_path):
+    """Locust's `--processes 2`: one command forks two worker processes under an implicit master. The ledger sees
+    both children as workers (integrity OK, both final reports); every request is counted once in Locust's stats,
+    the summary and exactly one child's records file; the merged percentiles equal the records' exact ones within
+    the histograms' stated precision."""
+    summary, stats, records = tmp_path / "s.json", tmp_path / "locust", tmp_path / "records-{worker}.jsonl"
+    p = run(
+        locust_cmd(
+            *("--processes", "2", *headless(8, 4), "--llm-mock", MERGE_MOCK, "--llm-summary", str(summary)),
+            *("--json-file", str(stats), "--llm-records", str(records)),
+        ),
+        timeout=90,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
     s = load(summary)
+    block = s["integrity"]
+    assert block["complete"] and len(block["workers"]) == 2, block
+    assert all(w["final_report"] and w["requests"] > 0 for w in block["workers"]), block["workers"]
+    assert sum(w["requests"] for w in block["workers"]) == s["total"]["count"], "the ledger saw every attempt"
+    assert "run integrity OK: 2 workers" in p.stdout
+    assert_counted_once_and_merged(tmp_path, s, stats, workers=2)
+
+
+def assert_counted_once_and_merged(tmp_path, s: dict, stats, workers: int) -> None:
+    """Every request once in Locust's stats, the summary and one worker's records file (`records-*.jsonl`); the
+    summary's percentiles equal the records' exact nearest-rank ones within the histograms' stated precision."""
     assert s["total"]["count"] == locust_total(load(str(stats) + ".json")) > 10
     assert s["total"]["errors_total"] == 0
     files = sorted(tmp_path.glob("records-*.jsonl"))
-    assert len(files) == 2
+    assert len(files) == workers
     recs = [json.loads(line) for f in files for line in f.read_text().splitlines()]
     assert len(recs) == s["total"]["count"] == len({r["request_id"] for r in recs})
     lat = s["total"]["latency_ms"]
