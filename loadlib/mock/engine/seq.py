@@ -63,13 +63,6 @@ class Seq:
     def blocks(self) -> int:
         return self.anon + self.keyed
 
-    def count_batch(self, size: int) -> None:
-        runs = self.batches
-        if runs and runs[-1][0] == size:
-            runs[-1][1] += 1
-        else:
-            runs.append([size, 1])
-
     def truth(self) -> dict[str, Any]:
         """The engine's part of the request's ground truth, in milliseconds after its arrival."""
         ms = self._ms
