@@ -86,7 +86,8 @@ class Engine:
         i = 0
         while i < len(running) and budget > 0:
             seq = running[i]
-            n = min(seq.prompt_tokens + seq.generated - seq.computed, budget)
+            n = seq.prompt_tokens + seq.generated - seq.computed
+            n = n if n < budget else budget
             need = -(-(seq.computed + n) // size) - seq.anon - seq.keyed
             if need <= 0 or self._grow(seq, need, now, out):  # most decode steps: the last block has room
                 plan.append((seq, n))
@@ -194,11 +195,11 @@ class Engine:
                 continue
             if generated < seq.output_tokens:
                 seq.generated = generated = generated + 1
-                runs = seq.batches  # run-length: [batch size, steps]
-                if runs and runs[-1][0] == batch:
-                    runs[-1][1] += 1
+                runs = seq.batches  # flat run-length: batch size, steps, batch size, steps, ...
+                if runs and runs[-2] == batch:
+                    runs[-1] += 1
                 else:
-                    runs.append([batch, 1])
+                    runs += (batch, 1)
                 seq.token_times.append(end)
                 if seq.first_token is None:
                     seq.first_token = end

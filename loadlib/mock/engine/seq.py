@@ -51,7 +51,7 @@ class Seq:
         self.first_token: float | None = None
         self.waits: list[tuple[float, float]] = []  # (from, to) in the waiting queue: the first, then after preemptions
         self.preempted_at: list[float] = []
-        self.batches: list[list[int]] = []  # run-length [batch size, steps] of the steps that sampled a token
+        self.batches: list[int] = []  # run-length, flat (size, steps, size, ...), of the steps that sampled a token
         self.token_times: list[float] = []
 
     @property
@@ -75,7 +75,7 @@ class Seq:
             if self.first_token is None or self.first_scheduled is None
             else round((self.first_token - self.first_scheduled) * 1000.0, 3),
             "decode_steps": max(0, self.generated - 1),
-            "batch_sizes": self.batches,
+            "batch_sizes": [self.batches[i : i + 2] for i in range(0, len(self.batches), 2)],
             "preemptions": len(self.preempted_at),
             "preempted_at_ms": [ms(t) for t in self.preempted_at],
             "cached_tokens": self.cached_tokens,
