@@ -12,12 +12,11 @@ answer, each run stopped as soon as its requests already break a bound.
 
 from __future__ import annotations
 
-import gc
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from loadlib.gcpause import no_cyclic_gc
 from loadlib.mock.engine.params import EngineParams
 from loadlib.mock.engine.seq import Seq
 from loadlib.mock.engine.sim import METRICS, Workload, closed_loop, open_loop, poisson_arrivals, quantile, seen_ms
@@ -86,22 +85,9 @@ def _largest(passes: Callable[[int], bool], limit: int) -> int:
     return good
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """A simulation makes no reference cycles (its sequences die with their run), yet its thousands of live ones
-    would make the cyclic collector scan them again and again: half of a long run's time. Paused while it runs."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def max_users(params: EngineParams, workload: Workload, bounds: list[Bound], rounds: int = 6) -> int:
     """The largest closed-loop user count whose measured requests keep every bound (0: not even one user)."""
-    with gc_paused():
+    with no_cyclic_gc():  # a simulation's thousands of live sequences: half its time scanned for no cycle
         return _largest(
             lambda n: all(b.holds(closed_level(params, workload, n, rounds), workload) for b in bounds), MAX_USERS
         )
@@ -194,7 +180,7 @@ def max_rate(
         return holds
 
     requests = steady_arrivals(workload) if requests is None else requests
-    with gc_paused():
+    with no_cyclic_gc():
         if requests <= COARSE_ARRIVALS:  # a short level is its own guess
             return _doubling(passes(requests), RATE_PRECISION)
         guess = _doubling(passes(COARSE_ARRIVALS), COARSE_PRECISION)
