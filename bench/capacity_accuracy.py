@@ -9,7 +9,7 @@ requests since it started), the time the key took, the first failing load, the w
 per setting the spread of the repeats.
 
     /work/venv/bin/python bench/capacity_accuracy.py [--repeats 3] [--start 8]
-    /work/venv/bin/python bench/capacity_accuracy.py --control rate --warmup-s 3 --window-s 6
+    /work/venv/bin/python bench/capacity_accuracy.py --control rate --warmup-s 3 --window-s 6 [--prefill 250]
     /work/venv/bin/python bench/capacity_accuracy.py --saturation   # the fixed-delay mock: where the client gives out
 """
 
@@ -78,6 +78,7 @@ def main() -> None:
     ap.add_argument("--warmup-s", type=float, default=2.0)
     ap.add_argument("--window-s", type=float, default=5.0)
     ap.add_argument("--saturation", action="store_true", help="search the fixed-delay mock instead")
+    ap.add_argument("--prefill", type=float, choices=sorted(SETTINGS.values()), help="one setting (ms per 1k)")
     a = ap.parse_args()
     if a.saturation:
         saturation()
@@ -88,6 +89,8 @@ def main() -> None:
     head = f"{'setting':<20} {'run':>3} {'answer':>7} {'key users':>9} {'key rate':>8} {'ratio':>6}"
     print(f"{head} {'key s':>5} {'prompt':>6} {'first fail':>10} {'wall s':>7}  steps")
     for name, prefill in SETTINGS.items():
+        if a.prefill is not None and prefill != a.prefill:
+            continue
         found = []
         for i in range(a.repeats):
             config = MockConfig(engine="batching", prefill_ms_per_1k=prefill, **ENGINE)
