@@ -88,11 +88,8 @@ def test_the_search_finds_the_batching_mocks_capacity_within_10_percent(tmp_path
 def test_the_rate_search_finds_the_batching_mocks_rate_within_10_percent_and_holds_it(tmp_path: Path) -> None:
     config = MockConfig(engine="batching", prefill_ms_per_1k=250.0, **ENGINE)  # about 62 requests/s
     with start_subprocess(config) as mock:
-        # started near the answer, its bracket capped 10 % over it: 57 holds, 68 fails, and one bisection (62.5)
-        # leaves a gap within 10 % (from 32 the search doubled to 64 and bisected three times); a search that held
-        # 68 would stop as a lower bound and fail here
-        args = ("--llm-capacity-control", "rate", "--llm-capacity-start", "57", "--llm-capacity-max", "68")
-        args += ("--llm-capacity-precision", "0.1", "--llm-capacity-inflight-s", "2", "--llm-capacity-confirm-s", "4")
+        args = ("--llm-capacity-control", "rate", "--llm-capacity-start", "32", "--llm-capacity-precision", "0.1")
+        args += ("--llm-capacity-inflight-s", "2", "--llm-capacity-confirm-s", "4")
         code, err, seconds, summary = search(mock.url, tmp_path / "s.json", *args, timeout=150)
         key = answer_key(mock.url, "ttft_p95_ms=300&output_tokens=4")
     assert code == 0, err[-3000:]
