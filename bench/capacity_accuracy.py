@@ -4,13 +4,12 @@ searched --repeats times by a real Locust master and 2 workers, beside `GET /moc
 Each setting is a fresh mock process (4 output tokens a request, so steps are short); the SLO is TTFT p95 under
 300 ms and under 1 % errors; the search starts at --start (users, or requests/s with `--control rate`), 5 %
 precision, --warmup-s of warm-up and a window of at most --window-s per step. Prints per run: the answer, the answer
-key's users and rate_per_s (both), the answer's ratio to its key, the key's prompt tokens (the median of the mock's
-last 200 requests), the first failing load, the wall time and the steps tried; a rate search also prints the
-steady-state rate (the key's simulation with 4,000 arrivals instead of 400: tests/integration/answer_keys.py). Then
+key's users and rate_per_s (both), the answer's ratio to its key, the key's prompt tokens (the mean of the mock's
+requests since it started), the time the key took, the first failing load, the wall time and the steps tried. Then
 per setting the spread of the repeats.
 
     /work/venv/bin/python bench/capacity_accuracy.py [--repeats 3] [--start 8]
-    /work/venv/bin/python bench/capacity_accuracy.py --control rate --warmup-s 3 --window-s 6
+    /work/venv/bin/python bench/capacity_accuracy.py --control rate --warmup-s 3 --window-s 6 [--prefill 250]
     /work/venv/bin/python bench/capacity_accuracy.py --saturation   # the fixed-delay mock: where the client gives out
 """
 
@@ -19,12 +18,13 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loadlib.mock import MockConfig, start_subprocess
-from tests.integration.answer_keys import answer_key, steady_rate
+from tests.integration.answer_keys import answer_key
 from tests.integration.locust_runs import load, run_distributed
 
 SLO = "ttft p95 < 300ms; error_rate < 1%"
@@ -78,6 +78,7 @@ def main() -> None:
     ap.add_argument("--warmup-s", type=float, default=2.0)
     ap.add_argument("--window-s", type=float, default=5.0)
     ap.add_argument("--saturation", action="store_true", help="search the fixed-delay mock instead")
+    ap.add_argument("--prefill", type=float, choices=sorted(SETTINGS.values()), help="one setting (ms per 1k)")
     a = ap.parse_args()
     if a.saturation:
         saturation()
@@ -86,22 +87,25 @@ def main() -> None:
     search += ("--llm-capacity-window-s", f"{a.window_s:g}", "--llm-capacity-inflight-s", "2")
     rate = a.control == "rate"
     head = f"{'setting':<20} {'run':>3} {'answer':>7} {'key users':>9} {'key rate':>8} {'ratio':>6}"
-    print(f"{head} {'steady':>6} {'prompt':>6} {'first fail':>10} {'wall s':>7}  steps")
+    print(f"{head} {'key s':>5} {'prompt':>6} {'first fail':>10} {'wall s':>7}  steps")
     for name, prefill in SETTINGS.items():
+        if a.prefill is not None and prefill != a.prefill:
+            continue
         found = []
         for i in range(a.repeats):
             config = MockConfig(engine="batching", prefill_ms_per_1k=prefill, **ENGINE)
             with start_subprocess(config) as mock, tempfile.TemporaryDirectory() as tmp:
                 capacity, seconds = one_run(mock.url, a.start, Path(tmp) / "s.json", *search)
+                asked = time.monotonic()
                 key = answer_key(mock.url, KEY_QUERY)
+                key_s = time.monotonic() - asked
             answer = capacity["max_rate_per_s"] if rate else capacity["max_users"]
             truth = key["rate_per_s"] if rate else key["users"]
             found.append(answer)
             steps = ",".join(f"{s['rate_per_s'] if rate else s['users']:g}" for s in capacity["steps"])
             ratio = answer / truth if truth else float("nan")
             fail = capacity["first_failed_rate_per_s" if rate else "first_failed_users"]
-            steady = f"{steady_rate(key, 300.0):.1f}" if rate else "-"
-            cells = f"{answer:>7g} {key['users']:>9} {key['rate_per_s']:>8.2f} {ratio:>6.2f} {steady:>6}"
+            cells = f"{answer:>7g} {key['users']:>9} {key['rate_per_s']:>8.2f} {ratio:>6.2f} {key_s:>5.1f}"
             cells += f" {key['workload']['prompt_tokens']:>6}"
             print(f"{name:<20} {i + 1:>3} {cells} {fail!s:>10} {seconds:>7.1f}  {steps}", flush=True)
         spread = (max(found) - min(found)) / max(min(found), 1)

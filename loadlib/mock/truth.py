@@ -180,6 +180,8 @@ class TruthLog:
         self.size = max(1, size)
         self.max_stamp_bytes = max_stamp_bytes
         self.stamp_bytes = 0
+        self.prompts = 0  # completed requests with billed prompt tokens since the last clear, and their tokens
+        self.prompt_tokens = 0
         self._records: OrderedDict[str, TruthRecord | tuple[Any, ...]] = OrderedDict()
 
     def add(self, record: TruthRecord) -> None:
@@ -192,6 +194,9 @@ class TruthLog:
         if self._records.get(record.request_id) is record:
             frozen = record.freeze()
             self._records[record.request_id] = frozen
+            if record.billed_prompt_tokens:
+                self.prompts += 1
+                self.prompt_tokens += record.billed_prompt_tokens
             self.stamp_bytes += _stamp_bytes(frozen)
             self._trim()
 
@@ -224,6 +229,11 @@ class TruthLog:
     def clear(self) -> None:
         self._records.clear()
         self.stamp_bytes = 0
+        self.prompts = self.prompt_tokens = 0
+
+    def mean_prompt_tokens(self) -> float | None:
+        """Mean billed prompt of the requests completed since the last clear (kept as a sum: the ring may be long)."""
+        return self.prompt_tokens / self.prompts if self.prompts else None
 
     def __len__(self) -> int:
         return len(self._records)

@@ -8,9 +8,7 @@ one fixed log-scale histogram and dropped. Strings (scenario and endpoint, statu
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress
 from operator import itemgetter
@@ -21,6 +19,7 @@ import numpy as np
 import orjson
 
 from loadlib.errors import NOT_ERRORS as NOT_ERROR_CLASSES
+from loadlib.gcpause import no_cyclic_gc
 from loadlib.metrics.summary import row_name
 
 CHUNK = 1024  # rows per chunk: small enough that its objects stay in cache and their memory is reused
@@ -159,26 +158,15 @@ def itl_histogram(gaps: np.ndarray) -> tuple[np.ndarray, int]:
 def read_records(paths: Iterable[Path]) -> Records:
     """Every record of every file, streamed line by line; raises InputError for a file that cannot be read."""
     cols = _Columns()
-    with _no_cyclic_gc():
+    # reading makes no reference cycles (each dict dies with its line), yet a chunk of live tuples would make the
+    # cyclic collector scan them again and again: paused while reading (about a third of the time)
+    with no_cyclic_gc():
         for path in paths:
             try:
                 _read_file(path, cols)
             except InputError as exc:
                 raise InputError(f"{path}: {exc}") from None
     return _assemble(cols)
-
-
-@contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Reading makes no reference cycles (each dict dies with its line), yet a chunk of live tuples would make the
-    cyclic collector scan them again and again: it is paused while reading (about a third of the time)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _read_file(path: Path, cols: _Columns) -> None:

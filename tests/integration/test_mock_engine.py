@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,8 @@ WORDS = 250  # prompts of about 520 tokens: a 40 ms prefill, against which a loa
 WORK = Workload(2 * WORDS + 20, 24, output_spread=0.5, think_ms=0.0)
 
 
-def get(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=10) as r:
+def get(url: str, timeout: float = 10) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as r:
         return r.read()
 
 
@@ -289,14 +290,17 @@ def usage_of(api: str, stream: bool, raw: bytes) -> dict[str, int]:
 def test_the_capacity_route_answers_what_the_simulation_finds(engine_mock: MockProcess) -> None:
     """GET /mock/capacity is the simulation's answer for the query's bounds and workload; a query without a bound
     or with a bad number is a 400."""
-    query = "ttft_p95_ms=300&tpot_p50_ms=30&prompt_tokens=256&output_tokens=8"
-    answer = json.loads(get(engine_mock.url + "/mock/capacity?" + query))
+    query = "ttft_p95_ms=300&tpot_p50_ms=30&prompt_tokens=64&output_tokens=8"
     bounds = [Bound("ttft", 0.95, 300.0), Bound("tpot", 0.5, 30.0)]
-    expected = json.loads(capacity_json(PROFILE, Workload(256, 8), bounds, 0))
-    assert answer == expected and answer["users"] > 1 and answer["rate_per_s"] > 1
-    slow = json.loads(get(engine_mock.url + "/mock/capacity?" + query + "&link_ms=20&think_ms=5"))
-    assert slow == json.loads(capacity_json(PROFILE, Workload(256, 8, link_ms=20.0, think_ms=5.0), bounds, 0))
-    assert slow["workload"]["link_ms"] == 20.0 and slow["users"] < answer["users"]  # 40 ms of TTFT's 300 gone
+    with ThreadPoolExecutor(1) as pool:  # the same simulation here while the mock runs its own (two processes)
+        expected = pool.submit(capacity_json, PROFILE, Workload(64, 8), bounds, 0)
+        answer = json.loads(get(engine_mock.url + "/mock/capacity?" + query, 60))  # a few seconds of simulation
+        slow = json.loads(get(engine_mock.url + "/mock/capacity?" + query + "&link_ms=20&think_ms=5", 60))
+        assert answer == json.loads(expected.result()) and answer["users"] > 1 and answer["rate_per_s"] > 1
+    # the same route with the client's link and think time (its simulation is unit-tested; recomputing it here would
+    # cost as long again): echoed, and fewer users hold once 40 ms of TTFT's 300 go to the link
+    assert (slow["workload"]["link_ms"], slow["workload"]["think_ms"]) == (20.0, 5.0)
+    assert slow["users"] < answer["users"]
     for bad in ("prompt_tokens=512", "ttft_p95_ms=fast", "ttft_p95_ms=300&link_ms=-1"):
         with pytest.raises(urllib.error.HTTPError) as err:
             get(engine_mock.url + "/mock/capacity?" + bad)

@@ -19,7 +19,7 @@ MAX_MODULE_LINES = 500
 # Lowest first: the units of a layer import only units of lower layers (docs/architecture.md, "Layers").
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
-    ("logs", "redact", "pacing", "histogram", "mockapi", "option", "moved"),
+    ("logs", "redact", "pacing", "histogram", "mockapi", "option", "moved", "gcpause"),
     ("providers",),
     ("config",),
     ("transport",),

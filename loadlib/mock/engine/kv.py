@@ -56,16 +56,20 @@ class KvCache:
         else:
             self.refs[key] += 1
 
-    def unpin(self, key: int) -> None:
-        count = self.refs[key] - 1
-        if count:
-            self.refs[key] = count
-        else:
-            del self.refs[key]
-            if key in self.retired:
-                self.retired.discard(key)
+    def unpin_all(self, keys: tuple[int, ...]) -> None:
+        """Drop a reference to each of `keys`; a key nobody references any more goes idle (most recent last) or,
+        retired, is freed."""
+        refs, idle, retired = self.refs, self.idle, self.retired
+        for key in keys:
+            count = refs[key] - 1
+            if count:
+                refs[key] = count
+                continue
+            del refs[key]
+            if key in retired:
+                retired.discard(key)
             else:
-                self.idle[key] = None
+                idle[key] = None
 
     def allocate(self, n: int) -> bool:
         """Take `n` anonymous blocks, evicting idle cached ones as needed; False (and nothing taken) without room."""
@@ -80,15 +84,18 @@ class KvCache:
     def release(self, n: int) -> None:
         self.anon -= n
 
-    def publish(self, key: int) -> None:
-        """A sequence's anonymous block now holds a full prompt block named `key`: cache it (or share the copy
+    def publish_all(self, keys: tuple[int, ...]) -> None:
+        """A sequence's anonymous blocks now hold the full prompt blocks named `keys`: cache each (or share the copy
         another sequence cached meanwhile and free this one)."""
-        self.anon -= 1
-        self.retired.discard(key)  # computed again after the cache forgot it: cached again
-        if key in self.refs or key in self.idle:
-            self.pin(key)
-        else:
-            self.refs[key] = 1
+        refs, idle, retired = self.refs, self.idle, self.retired
+        self.anon -= len(keys)
+        for key in keys:
+            retired.discard(key)  # computed again after the cache forgot it: cached again
+            if key in idle:
+                del idle[key]
+                refs[key] = 1
+            else:
+                refs[key] = refs.get(key, 0) + 1
 
     def forget(self) -> None:
         """Empty the prefix cache (`POST /mock/reset`): idle cached blocks are freed now; the blocks running

@@ -81,22 +81,23 @@ class Engine:
         return self._apply(now, plan, preempted)
 
     def _schedule_running(self, now: float, budget: int, plan: list[tuple[Seq, int]], out: list[Seq]) -> int:
+        """Inlined (the simulation's hot loop: a step per decode token of every running sequence)."""
+        running, size = self.running, self.params.block_size
         i = 0
-        while i < len(self.running) and budget > 0:
-            seq = self.running[i]
-            n = min(seq.uncomputed, budget)
-            if self._grow(seq, n, now, out):
+        while i < len(running) and budget > 0:
+            seq = running[i]
+            n = seq.prompt_tokens + seq.generated - seq.computed
+            n = n if n < budget else budget
+            need = -(-(seq.computed + n) // size) - seq.anon - seq.keyed
+            if need <= 0 or self._grow(seq, need, now, out):  # most decode steps: the last block has room
                 plan.append((seq, n))
                 budget -= n
                 i += 1
         return budget
 
-    def _grow(self, seq: Seq, n: int, now: float, out: list[Seq]) -> bool:
-        """Blocks for `n` more tokens of a running sequence, preempting from the tail until they fit; False when
-        the sequence itself had to go."""
-        need = -(-(seq.computed + n) // self.params.block_size) - seq.anon - seq.keyed
-        if need <= 0:  # most decode steps: the last block has room
-            return True
+    def _grow(self, seq: Seq, need: int, now: float, out: list[Seq]) -> bool:
+        """`need` more blocks for a running sequence, preempting from the tail until they fit; False when the
+        sequence itself had to go."""
         while not self.kv.allocate(need):
             victim = self.running[-1]
             self._preempt(victim, now)
@@ -122,8 +123,7 @@ class Engine:
 
     def _free(self, seq: Seq) -> None:
         self.kv.release(seq.anon)
-        for key in seq.keys[: seq.keyed]:
-            self.kv.unpin(key)
+        self.kv.unpin_all(seq.keys[: seq.keyed])
         seq.anon = seq.keyed = 0
 
     def _admit(self, now: float, budget: int, plan: list[tuple[Seq, int]]) -> None:
@@ -172,40 +172,50 @@ class Engine:
         self.running.append(seq)
 
     def _apply(self, now: float, plan: list[tuple[Seq, int]], preempted: list[Seq]) -> Step:
-        decode = sum(1 for seq, n in plan if _decoding(seq, n))
-        prefill = sum(n for seq, n in plan) - decode
-        end = now + self.params.step_ms(prefill, decode) / 1000.0
-        step = Step(now, end, len(plan), prefill, decode, preempted=preempted)
+        decode = total = 0
         for seq, n in plan:
-            self._advance(seq, n, step)
+            total += n
+            if n == 1 and seq.generated > 0 and seq.computed == seq.prompt_tokens + seq.generated - 1:
+                decode += 1  # a decode slot: one token after the prefill (the KV holds all but the last sampled)
+        end = now + self.params.step_ms(total - decode, decode) / 1000.0
+        step = Step(now, end, len(plan), total - decode, decode, preempted=preempted)
+        self._advance(plan, step)
         return step
 
-    def _advance(self, seq: Seq, n: int, step: Step) -> None:
-        seq.computed += n
-        self._publish(seq)
-        if seq.uncomputed > 0:
-            return
-        if seq.generated < seq.output_tokens:
-            seq.generated += 1
-            seq.count_batch(step.batch)
-            seq.token_times.append(step.end)
-            if seq.first_token is None:
-                seq.first_token = step.end
-                self.prompt_tokens_total += seq.prompt_tokens
-            step.tokens.append(seq)
-            self.generation_tokens_total += 1
-        if seq.generated >= seq.output_tokens:
-            self._finish(seq, step)
+    def _advance(self, plan: list[tuple[Seq, int]], step: Step) -> None:
+        """Each planned sequence computes its tokens; one whose every token is computed samples one (inlined: the
+        simulation's hot loop)."""
+        caching, batch, end, tokens = self.params.prefix_caching, step.batch, step.end, step.tokens
+        for seq, n in plan:
+            seq.computed += n
+            if caching and seq.keyed < len(seq.keys):
+                self._publish(seq)
+            generated = seq.generated
+            if seq.prompt_tokens + generated > seq.computed:
+                continue
+            if generated < seq.output_tokens:
+                seq.generated = generated = generated + 1
+                runs = seq.batches  # flat run-length: batch size, steps, batch size, steps, ...
+                if runs and runs[-2] == batch:
+                    runs[-1] += 1
+                else:
+                    runs += (batch, 1)
+                seq.token_times.append(end)
+                if seq.first_token is None:
+                    seq.first_token = end
+                    self.prompt_tokens_total += seq.prompt_tokens
+                tokens.append(seq)
+            if generated >= seq.output_tokens:
+                self._finish(seq, step)
+        self.generation_tokens_total += len(tokens)
 
     def _publish(self, seq: Seq) -> None:
         """Full prompt blocks just computed become cached blocks others can share."""
-        if seq.keyed >= len(seq.keys) or not self.params.prefix_caching:
-            return
         full = min(seq.computed // self.params.block_size, len(seq.keys))
-        for key in seq.keys[seq.keyed : full]:
-            self.kv.publish(key)
-        seq.anon -= max(0, full - seq.keyed)
-        seq.keyed = max(seq.keyed, full)
+        if full > seq.keyed:
+            self.kv.publish_all(seq.keys[seq.keyed : full])
+            seq.anon -= full - seq.keyed
+            seq.keyed = full
 
     def _finish(self, seq: Seq, step: Step) -> None:
         self.running.remove(seq)
@@ -213,8 +223,3 @@ class Engine:
         seq.state = FINISHED
         self.seqs.pop(seq.rid, None)
         step.finished.append(seq)
-
-
-def _decoding(seq: Seq, n: int) -> bool:
-    """A decode slot: one token after the sequence's prefill (its KV holds all but the last sampled token)."""
-    return n == 1 and seq.generated > 0 and seq.computed == seq.prompt_tokens + seq.generated - 1

@@ -51,7 +51,7 @@ class Seq:
         self.first_token: float | None = None
         self.waits: list[tuple[float, float]] = []  # (from, to) in the waiting queue: the first, then after preemptions
         self.preempted_at: list[float] = []
-        self.batches: list[list[int]] = []  # run-length [batch size, steps] of the steps that sampled a token
+        self.batches: list[int] = []  # run-length, flat (size, steps, size, ...), of the steps that sampled a token
         self.token_times: list[float] = []
 
     @property
@@ -62,13 +62,6 @@ class Seq:
     @property
     def blocks(self) -> int:
         return self.anon + self.keyed
-
-    def count_batch(self, size: int) -> None:
-        runs = self.batches
-        if runs and runs[-1][0] == size:
-            runs[-1][1] += 1
-        else:
-            runs.append([size, 1])
 
     def truth(self) -> dict[str, Any]:
         """The engine's part of the request's ground truth, in milliseconds after its arrival."""
@@ -82,7 +75,7 @@ class Seq:
             if self.first_token is None or self.first_scheduled is None
             else round((self.first_token - self.first_scheduled) * 1000.0, 3),
             "decode_steps": max(0, self.generated - 1),
-            "batch_sizes": self.batches,
+            "batch_sizes": [self.batches[i : i + 2] for i in range(0, len(self.batches), 2)],
             "preemptions": len(self.preempted_at),
             "preempted_at_ms": [ms(t) for t in self.preempted_at],
             "cached_tokens": self.cached_tokens,

@@ -4,7 +4,6 @@ the two routes it answers (`/metrics`, `/mock/capacity`). Kept apart so the serv
 from __future__ import annotations
 
 import asyncio
-from statistics import median
 from typing import Any
 
 import orjson
@@ -101,14 +100,15 @@ def state(driver: EngineDriver | None) -> dict[str, Any] | None:
 
 
 def workload_of(query: dict[str, list[str]], config: MockConfig, truth: TruthLog) -> Workload:
-    """The query's workload; by default the output the mock is set to give, the median prompt of recent requests and
-    `Workload`'s client (link and think time)."""
-    seen = [r.billed_prompt_tokens for r in truth.last(200) if r.billed_prompt_tokens]
+    """The query's workload; by default the output the mock is set to give, the mean prompt of every request
+    completed since the last reset (steady, where the median of the last 200 moved between runs of one workload; the
+    mean, as prefill costs per token) and `Workload`'s client (link and think time)."""
+    seen = truth.mean_prompt_tokens()
     given = {k: int(query[k][-1]) for k in WORKLOAD_KEYS if k in query}
     client = {k: float(query[k][-1]) for k in CLIENT_KEYS if k in query}
     if any(v < 0 for v in client.values()):
         raise ValueError("link_ms and think_ms must be at least 0")
-    prompt = given.get("prompt_tokens", int(median(seen)) if seen else DEFAULT_PROMPT_TOKENS)
+    prompt = given.get("prompt_tokens", round(seen) if seen else DEFAULT_PROMPT_TOKENS)
     output = given.get("output_tokens", config.output_tokens)
     return Workload(prompt, output, given.get("shared_prefix_tokens", 0), **client)
 

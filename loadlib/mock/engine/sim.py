@@ -141,8 +141,11 @@ def poisson_arrivals(n: int, rate: float, seed: int) -> list[float]:
     return out
 
 
-def open_loop(params: EngineParams, workload: Workload, times: list[float]) -> list[Seq]:
-    """One request sent at each of `times` (seconds), whatever the server's state. Returns every request."""
+def open_loop(
+    params: EngineParams, workload: Workload, times: list[float], on_finish: Callable[[Seq], None] | None = None
+) -> list[Seq]:
+    """One request sent at each of `times` (seconds), whatever the server's state, request i's `rid` i. Returns
+    every request; `on_finish` sees each as it finishes (it may raise to stop the run)."""
     engine = Engine(params)
     link = workload.link_ms / 1000.0
     heap = [
@@ -150,7 +153,13 @@ def open_loop(params: EngineParams, workload: Workload, times: list[float]) -> l
     ]
     heapq.heapify(heap)
     done: list[Seq] = []
-    _drive(engine, heap, lambda seq, t: done.append(seq))
+
+    def finished(seq: Seq, t: float) -> None:
+        done.append(seq)
+        if on_finish is not None:
+            on_finish(seq)
+
+    _drive(engine, heap, finished)
     return done
 
 

@@ -67,6 +67,21 @@ def test_complete_after_eviction_is_harmless() -> None:
     assert log.get("old") is None and log.stamp_bytes == 0
 
 
+def test_mean_prompt_counts_every_completed_request_since_the_last_clear() -> None:
+    """The answer key's default prompt: all requests since a reset, even those the ring has let go, each once."""
+    log = TruthLog(2)
+    assert log.mean_prompt_tokens() is None
+    for rid, tokens in (("a", 30), ("b", 40), ("c", 0), ("d", 56)):
+        rec = _record(rid)
+        rec.billed_prompt_tokens = tokens
+        log.add(rec)
+        log.complete(rec, "complete")
+        log.complete(rec, "complete")
+    assert log.mean_prompt_tokens() == 42.0 and len(log) == 2
+    log.clear()
+    assert log.mean_prompt_tokens() is None
+
+
 def test_bare_id() -> None:
     assert bare_id("chatcmpl-abc") == bare_id("msg_abc") == bare_id("req_abc") == bare_id("abc") == "abc"
 
