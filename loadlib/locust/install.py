@@ -26,6 +26,7 @@ from loadlib.errors import LoadlibError
 from loadlib.failover.pool import PoolConfig, check_pool
 from loadlib.locust import handshake, progress
 from loadlib.locust.abort import AbortWatch
+from loadlib.locust.capacity_shape import CapacityShape
 from loadlib.locust.checks import PLACEHOLDER_HOST, check_output_path, check_outputs, check_run
 from loadlib.locust.context import RunContext, context
 from loadlib.locust.csv_final import write_final_csv
@@ -311,7 +312,12 @@ def _watch_thresholds(ctx: RunContext) -> None:
     on_fail = bool(ctx.options.llm_abort_on_fail)
     delay = float(ctx.options.llm_abort_delay or 0.0)
     watch = AbortWatch(ctx, delay, lambda: end_run(ctx), on_fail=on_fail)
-    if watch.rules:
+    if watch.rules and isinstance(getattr(ctx.environment, "shape_class", None), CapacityShape):
+        log.warning(
+            "note: abort on fail does not apply to a capacity search: its steps fail on purpose and each step's "
+            "SLOs decide the search (docs/capacity.md)"
+        )
+    elif watch.rules:
         ctx.abort = watch
         watch.start()
 

@@ -58,10 +58,11 @@ def loads(capacity: dict[str, Any]) -> Sequence[int]:
 
 def test_the_search_finds_the_batching_mocks_capacity_within_10_percent(tmp_path: Path) -> None:
     """The same run scrapes the mock's /metrics (--llm-server-metrics) and writes to InfluxDB when influxd is
-    installed: the scraped queue is checked against the mock's truth, the dashboard's panels against the summary."""
+    installed: the scraped queue is checked against the mock's truth, the dashboard's panels against the summary.
+    --llm-abort-on-fail is given and does not cut the search short at its first failing step (a note says so)."""
     config = MockConfig(engine="batching", prefill_ms_per_1k=500.0, **ENGINE)  # 15 users
     with start_subprocess(config) as mock, influx_if_installed(tmp_path / "influxd") as influx:
-        args = ["--llm-capacity-start", "8", "--llm-capacity-precision", "0.1"]
+        args = ["--llm-capacity-start", "8", "--llm-capacity-precision", "0.1", "--llm-abort-on-fail"]
         args += ["--llm-server-metrics", mock.url + "/metrics", "--llm-server-metrics-interval", "0.2"]
         args += ["--llm-records", str(tmp_path / "r-{worker}.jsonl")]
         args += ["--influx-url", influx.url, "--influx-api", "v1", "--influx-db", "locust"] if influx else []
@@ -71,6 +72,7 @@ def test_the_search_finds_the_batching_mocks_capacity_within_10_percent(tmp_path
         if influx is not None:
             views.check_panels_after_the_run(influx, summary)
     assert code == 0, err[-3000:]
+    assert "abort on fail does not apply to a capacity search" in err, err[-3000:]
     table = views.check_server_queue_against_truth(
         summary["capacity"]["steps"], views.read_records(tmp_path.glob("r-*.jsonl")), queue
     )
