@@ -8,7 +8,7 @@ from __future__ import annotations
 import gevent
 from gevent import get_hub
 from locust import log as locust_log
-from locust.runners import STATE_RUNNING, STATE_SPAWNING, WorkerRunner
+from locust.runners import STATE_RUNNING, STATE_SPAWNING, LocalRunner, WorkerRunner
 
 import argparse
 import gc
@@ -357,12 +357,22 @@ def on_quitting(ctx: RunContext) -> None:
     ctx.sinks.close()
     if ctx.is_worker or not ctx.has_options:
         return
+    _stop_local_users(ctx)
     if ctx.stopped_at is None:  # an interruption was noted first (_note_interruption)
         ctx.stopped_at = time.time()
     ctx.final_summary = ctx.summary()
     outcome = ctx.final_summary.get("verdict") or _locust_rule(ctx)
     ctx.final_summary["verdict"] = outcome
     ctx.environment.process_exit_code = outcome["exit_code"]
+
+
+def _stop_local_users(ctx: RunContext) -> None:
+    """A signal reaches a local runner with its users still running (Locust stops them only after quitting): stop
+    them now, so the attempts they had in flight record themselves `cut_off` before the summary counts them (they
+    reached the records and Locust's table, but not the summary)."""
+    runner = ctx.environment.runner
+    if isinstance(runner, LocalRunner) and runner.state in (STATE_SPAWNING, STATE_RUNNING):
+        runner.stop()
 
 
 def _locust_rule(ctx: RunContext) -> dict[str, Any]:

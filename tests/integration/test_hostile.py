@@ -84,17 +84,33 @@ def test_flood_run_ends_on_time_in_bounded_memory(hostile, live):
 
 
 @pytest.mark.alone
-def test_flood_run_stops_promptly_on_sigterm(hostile, live):
+def test_flood_run_stops_promptly_on_sigterm(hostile, live, tmp_path):
+    """The streams in flight at the signal are counted `cut_off` alike by Locust's table, its CSV, the summary and
+    the records; a run that completed nothing does not pass."""
     server = hostile("flood")
-    run = live(*target(server), "--headless", "-u", "2", "-r", "2")
+    path, summary, prefix = tmp_path / "records.jsonl", tmp_path / "summary.json", tmp_path / "locust"
+    outputs = ("--llm-records", str(path), "--llm-summary", str(summary))
+    outputs += ("--csv", str(prefix), "--json-file", str(prefix))
+    run = live(*target(server), "--headless", "-u", "2", "-r", "2", *outputs)
     ramp = run.line_at("Ramping to", 60)
     time.sleep(max(0.0, ramp + 4.0 - time.monotonic()))
     sent = run.terminate()
     rc = run.wait(30)
     assert run.ended_at is not None
-    print(f"\nflood, SIGTERM after 4 s of run: exited {run.ended_at - sent:.3f} s after the signal (rc {rc})")
+    recs, outcome = records(path), json.loads(summary.read_text())
+    total, verdict = outcome["total"], outcome["verdict"]
+    locust = sum(entry["num_requests"] for entry in json.loads(Path(f"{prefix}.json").read_text()))
+    csv_count, statuses = aggregated_count(Path(f"{prefix}_stats.csv")), Counter(r["status"] for r in recs)
+    print(
+        f"\nflood, SIGTERM after 4 s of run: exited {run.ended_at - sent:.3f} s after the signal (rc {rc}); Locust "
+        f"{locust} (CSV {csv_count}), summary {total['count']}, records {len(recs)}: {dict(statuses)}; "
+        f"verdict {verdict['status']}"
+    )
     assert run.ended_at - sent <= SIGTERM_EXIT_S
     assert "Traceback" not in run.stderr
+    assert locust == csv_count == total["count"] == len(recs)
+    assert 1 <= statuses["cut_off"] == total["cut_off"] <= 2 and set(statuses) <= {"cut_off", "oversized"}, statuses
+    assert verdict["status"] in ("interrupted", "invalid") and rc == verdict["exit_code"] != 0, (rc, verdict)
 
 
 @pytest.mark.alone

@@ -1,7 +1,8 @@
 """Impossible usage from a real server process (loadlib.mock.hostile_usage) through a real Locust run: each response
 of the `impossible-usage` mix is `ok` with `usage_rejected` naming the fields and values (docs/metrics.md, "Tokens
-and cost"), Locust's table, the summary and the records count the same attempts, and no cost is computed from the
-impossible numbers (cached_tokens 1,000,000 of a 10-token prompt priced a run 16,700 times too high, issue 23)."""
+and cost"), Locust's table, its CSV, the summary and the records count the same attempts, and no cost is computed
+from the impossible numbers (cached_tokens 1,000,000 of a 10-token prompt priced a run 16,700 times too high, issue
+23)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from loadlib.mock.hostile_usage import COMPLETION, PROMPT
 from loadlib.records.pricing import PriceTable
 from tests.integration.hostile_runs import records
 from tests.integration.locust_runs import headless
+from tests.integration.test_hostile import aggregated_count
 
 pytestmark = pytest.mark.integration
 
@@ -37,6 +39,7 @@ def test_impossible_usage_is_rejected_named_counted_and_never_priced(hostile, li
     path, summary, prefix = tmp_path / "records.jsonl", tmp_path / "summary.json", tmp_path / "locust"
     target = ["--host", server.url + "/v1", "--llm-api-key-env", "none", "--llm-model", MODEL]
     outputs = ["--llm-records", str(path), "--llm-summary", str(summary), "--json-file", str(prefix)]
+    outputs += ["--csv", str(prefix)]
     run = live(*target, *headless(2, RUN_S), *outputs)
     ramp = run.line_at("Ramping to", 60)
     rc = run.wait(60)
@@ -44,16 +47,18 @@ def test_impossible_usage_is_rejected_named_counted_and_never_priced(hostile, li
     recs = records(path)
     total = json.loads(summary.read_text())["total"]
     locust_count = sum(entry["num_requests"] for entry in json.loads(Path(f"{prefix}.json").read_text()))
+    csv_count = aggregated_count(Path(f"{prefix}_stats.csv"))
     kinds = Counter(kind_of(r) for r in recs if kind_of(r))
     print(
         f"\nimpossible-usage -t {RUN_S}s -u 2: ended {run.ended_at - ramp:.2f} s after 'Ramping to', peak RSS "
-        f"{run.peak_rss / 2**20:.0f} MiB; Locust {locust_count}, summary {total['count']}, records {len(recs)}: "
+        f"{run.peak_rss / 2**20:.0f} MiB; Locust {locust_count} (CSV {csv_count}), summary {total['count']}, "
+        f"records {len(recs)}: "
         f"{dict(kinds)}; usage_rejected {total['usage_rejected']}, cost ${total['cost_usd']:.6f}"
     )
     assert run.ended_at - ramp <= RUN_S + END_MARGIN_S
     assert run.peak_rss < RSS_BOUND_MIB << 20
     assert rc in (0, 1) and "Traceback" not in run.stderr, run.stderr[-3000:]
-    assert locust_count == total["count"] == len(recs) > 0
+    assert locust_count == csv_count == total["count"] == len(recs) > 0
     assert set(kinds) == set(REASONS), kinds
     statuses = Counter(r["status"] for r in recs)
     assert statuses["ok"] >= len(recs) - 2 and set(statuses) <= {"ok", "cut_off"}, statuses  # -t ends 2 streams
