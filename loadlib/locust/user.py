@@ -217,6 +217,8 @@ class LLMUser(FastHttpUser):
         if handle is not None and handle.cut and outcome.status is ErrorClass.CANCELLED:
             cut_off(outcome)
         self._requests += 1
+        if facts.get("prompt_tokens_est") is None and _prompt_unreported(outcome):
+            facts["prompt_tokens_est"] = gevent.get_hub().threadpool.apply(tokens.count_chat, (req.messages,))
         try:
             record = self._record(rt, target, outcome, facts, hooks)
         except Exception as exc:  # a bug of ours (or of a scenario check): still one counted attempt
@@ -415,6 +417,16 @@ def not_sent() -> StreamOutcome:
     out = StreamOutcome(status=ErrorClass.CANCELLED, message="cancelled before it was sent", e2e_ms=0.0)
     out.t0 = time.perf_counter()
     return out
+
+
+def _prompt_unreported(outcome: StreamOutcome) -> bool:
+    """An attempt whose record will count output tokens but got no prompt count from the server (cut off, a hedge's
+    loser, a server that sends no usage): its prompt is counted here, off the event loop, so it has a cost (without
+    one it was reported as a model missing from the price table)."""
+    result = outcome.result
+    if result is None:
+        return outcome.status in UNJUDGED
+    return result.usage is None or result.usage.prompt_tokens is None
 
 
 def cut_off(outcome: StreamOutcome) -> None:

@@ -149,6 +149,9 @@ def test_the_custom_shape_spikes_and_comes_back(outcomes: dict[str, Outcome]) ->
     peak = users.index(4)
     assert 1 in users[:peak] and 1 in users[peak:], users
     assert outcome.rows()["spike"]["ok"] > 0
+    # the spike's end cuts attempts off; a plain chat() gives no prompt count, and they are priced all the same
+    total = outcome.summary()["total"]
+    assert total["cut_off"] > 0 and total["unpriced_requests"] == 0, total
 
 
 def test_every_example_file_is_run_here() -> None:
