@@ -197,12 +197,17 @@ def test_a_distributed_master_stopped_by_a_signal_is_interrupted(
         time.sleep(3)
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=60)
+        for w in workers:
+            w.wait(timeout=30)  # told to quit: their records files are complete once they are gone
     finally:
         for p in [proc, *workers]:
             p.kill()
     assert proc.returncode == 130 and verdict_of(out)[:2] == ("INTERRUPTED", 130), out[-2500:]
     s = outputs_say(tmp_path, "interrupted", 130)
     assert s["interrupted"] is True and s["total"]["count"] > 0 and s["duration_s"] < 30
+    records = [line for f in tmp_path.glob("records-*.jsonl") for line in f.read_text().splitlines()]
+    cut = sum('"status":"cut_off"' in line for line in records)
+    assert (s["total"]["count"], s["total"]["cut_off"]) == (len(records), cut), "the workers' attempts in flight count"
     assert step.read_text() == (tmp_path / "m.md").read_text(), "the step summary holds the Markdown exactly once"
 
 
