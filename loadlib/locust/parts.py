@@ -149,7 +149,8 @@ class StatsPart(MergedPart):
         if ctx.is_worker and self.slicer is None:
             self.slicer = BucketSlicer()
         if not ctx.is_worker and self.timeline is None:
-            self.timeline = Timeline(ctx.user_count, workers=_live_workers(ctx) if ctx.is_master else None)
+            on_master = getattr(ctx, "is_master", False)  # a node made by hand (a test's) may not say
+            self.timeline = Timeline(ctx.user_count, workers=_live_workers(ctx) if on_master else None)
 
     def add(self, record: RequestRecord) -> None:
         if self.warmup is not None and self.warmup.excludes(record.start_unix_ns):

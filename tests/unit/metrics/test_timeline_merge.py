@@ -77,6 +77,7 @@ def test_a_steady_load_is_a_flat_line_whatever_the_report_phases() -> None:
     rates = complete_rates(total)
     assert len(rates) >= 12 and set(rates) == {2 * 10 * TOKENS}, rates
     assert all(p is not None for p, done in zip(total["ttft_p50"], total["complete"], strict=True) if done)
+    assert {u for u, done in zip(total["users"], total["complete"], strict=True) if done} == {10}
     assert sum(total["requests"]) == run.shipped["requests"] > 500
     assert sum(total["errors"]["http_5xx"]) == run.shipped["errors"] > 50
 
