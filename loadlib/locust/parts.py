@@ -9,7 +9,10 @@ the console and the web UI, `close` when the process quits. A part inherits a no
 
 from __future__ import annotations
 
+from locust.runners import STATE_MISSING
+
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from loadlib.locust.health import HealthSampler
@@ -23,6 +26,7 @@ from loadlib.metrics.saturation import (
     judge_window,
     window_line,
 )
+from loadlib.metrics.slices import BucketSlicer
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary, render_table
 from loadlib.metrics.summary_types import Summary
@@ -124,7 +128,8 @@ class MergedPart(NodePart):
 
 
 class StatsPart(MergedPart):
-    """The LLM statistics per scenario and endpoint; the rows and total of the summary and its table."""
+    """The LLM statistics per scenario and endpoint; the rows and total of the summary and its table; the web UI's
+    charts (a worker ships its records' time-bucket slices with its statistics, the master merges them by time)."""
 
     key = "llm_stats"
 
@@ -133,6 +138,7 @@ class StatsPart(MergedPart):
         self.slo: RequestSLO | None = None
         self.confidence = DEFAULT_LEVEL  # of the percentiles' intervals (--llm-confidence)
         self.timeline: Timeline | None = None  # the web UI's charts, on the master or a local run
+        self.slicer: BucketSlicer | None = None  # a worker's side of the charts
         self.warmup: WarmupClock | None = None  # --llm-warmup: which records the statistics leave out
         super().__init__(self.stats)
 
@@ -140,8 +146,11 @@ class StatsPart(MergedPart):
         self.slo = parse_request_slo(ctx.options.llm_request_slo)
         self.confidence = float(ctx.options.llm_confidence)
         self.warmup = getattr(ctx, "warmup", None)  # a node made by hand (a test's) may have none
+        if ctx.is_worker and self.slicer is None:
+            self.slicer = BucketSlicer()
         if not ctx.is_worker and self.timeline is None:
-            self.timeline = Timeline(ctx.user_count)
+            on_master = getattr(ctx, "is_master", False)  # a node made by hand (a test's) may not say
+            self.timeline = Timeline(ctx.user_count, workers=_live_workers(ctx) if on_master else None)
 
     def add(self, record: RequestRecord) -> None:
         if self.warmup is not None and self.warmup.excludes(record.start_unix_ns):
@@ -150,16 +159,25 @@ class StatsPart(MergedPart):
         self.stats.add(record, good)
         if self.timeline is not None:
             self.timeline.add_record(record)
+        if self.slicer is not None:
+            self.slicer.add(record)
+
+    def ship(self) -> Any:
+        data = super().ship()
+        if data is not None and self.slicer is not None:
+            data["timeline"] = self.slicer.ship()
+        return data
 
     def merge(self, data: Any, worker: str) -> None:
         self.stats.merge_serialized(data)
-        if self.timeline is not None:
-            self.timeline.add_serialized(data)
+        if self.timeline is not None and data.get("timeline"):
+            self.timeline.add_report(data["timeline"], worker)
 
     def reset(self) -> None:
         self.stats.reset()
-        if self.timeline is not None:
-            self.timeline.reset()
+        for part in (self.timeline, self.slicer):
+            if part is not None:
+                part.reset()
 
     def summarize(self, summary: Summary) -> None:
         """Rates are per second of the measured window, the summary's `duration_s`: the run less its warm-up
@@ -170,6 +188,14 @@ class StatsPart(MergedPart):
 
     def lines(self, summary: dict[str, Any]) -> list[str]:
         return render_table(summary).split("\n")
+
+
+def _live_workers(ctx: Node) -> Callable[[], set[str]]:
+    """The ids of the workers a master counts on: connected and not missing (as in its reports' `worker` argument)."""
+    runner = getattr(getattr(ctx, "environment", None), "runner", None)
+    if runner is None:
+        return set
+    return lambda: {str(w.id) for w in runner.clients.values() if w.state != STATE_MISSING}
 
 
 class HealthPart(NodePart):

@@ -1,36 +1,44 @@
-"""The run over time for the web UI's LLM charts: statistics cut into time buckets, kept for the whole run.
+"""The run over time for the web UI's LLM charts: statistics cut into wall-clock-aligned time buckets, kept for the
+whole run.
 
-A bucket holds a `Slice` per series of what arrived within one step (on the master: worker reports, each a delta
-since that worker's previous one; on a local run: records). When the next step begins the bucket closes into one
-point per scenario/endpoint and one for the total: numbers only, so memory is at most MAX_POINTS points per series.
-When a series is full the step doubles and neighbouring points merge: counts add exactly; a merged point's
-percentiles are the count-weighted mean of its halves (stated in docs/webui.md; the summary keeps the exact run-wide
-figures). The feed adds the open bucket as a last, live point, so the points' counts add up to the statistics at any
-moment; its tokens/s waits until it is half a step old (over a few milliseconds it reads 0, or one request's tokens
-as a spike, and the legend shows the last value).
+A bucket [t, t + step), t = floor(time / step) * step, holds a `Slice` (loadlib.metrics.slices) per series. On a local
+run each record lands in the bucket it ends in. On a master each worker cuts its own records the same way and ships
+the slices of its buckets with its reports (every 3 s); the master merges them by bucket time, so a bucket holds what
+ended within it, whenever the reports arrive. A bucket is complete when every live worker has reported past its end
+(each report says up to when it covers) or GRACE_S after its end, whichever comes first: a lost or stalled worker
+holds the chart back by GRACE_S at most. A complete bucket closes into one point per series: numbers only, so memory
+is at most MAX_POINTS points per series; the open ones are shown with their counts so far but no rate or percentiles
+(a slice that comes after its bucket closed adds to that point). When a series is full the step doubles and
+neighbouring points merge: counts add exactly; a merged point's percentiles are the count-weighted mean of its halves
+(stated in docs/webui.md; the summary keeps the exact run-wide figures). A local run's open bucket is a live last
+point, complete up to now: its tokens/s is over its age, shown once it is half a step old (over a few milliseconds
+it reads 0, or one request's tokens as a spike, and the legend shows the last value).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from loadlib.histogram import Histogram
+from loadlib.metrics.slices import STEP_S, Slice, bucket_start
 from loadlib.metrics.summary import TOTAL_NAME, row_name
 from loadlib.records.record import RequestRecord
 
-STEP_S = 2.0
 MAX_POINTS = 1800  # per series: one hour at 2 s before the first coarsening
 LIVE_RATE_AGE = 0.5  # of a step: the open bucket's tokens/s is shown once it is this old, null before
+GRACE_S = 10.0  # after a bucket's end: how long a master waits for a worker's report covering it
 _PERCENTILES = ("ttft_p50", "ttft_p95", "tpot_p50")
+
+__all__ = ["GRACE_S", "MAX_POINTS", "STEP_S", "Point", "Timeline", "coarsen", "merge_points"]
 
 
 @dataclass(frozen=True, slots=True)
 class Point:
-    """One series' figures over one bucket [t, t + step)."""
+    """One series' figures over one bucket [t, t + step); not `complete` while a master waits for reports on it."""
 
     t: float
     step: float
@@ -42,48 +50,7 @@ class Point:
     ttft_p95: float | None = None
     tpot_p50: float | None = None
     users: int | None = None
-
-
-class Slice:
-    """What a point needs of one series over one bucket: counts, and the TTFT and TPOT histograms. Nothing per token
-    (the ITL list is the statistics' costly part), so a local run pays two histogram records per request for its
-    charts. The rules are the statistics' (loadlib.metrics.stats): latencies of successful attempts only."""
-
-    __slots__ = ("completion_tokens", "errors", "ok", "requests", "tpot", "ttft")
-
-    def __init__(self) -> None:
-        self.requests = self.ok = self.completion_tokens = 0
-        self.errors: dict[str, int] = {}
-        self.ttft, self.tpot = Histogram(), Histogram()
-
-    def add(self, r: RequestRecord) -> None:
-        self.requests += 1
-        self.completion_tokens += r.output_tokens or 0
-        if r.status.is_error:
-            self.errors[r.status.value] = self.errors.get(r.status.value, 0) + 1
-            return
-        self.ok += 1
-        if r.ttft_ms is not None:
-            self.ttft.record(r.ttft_ms)
-        if r.tpot_ms is not None:
-            self.tpot.record(r.tpot_ms)
-
-    def merge_entry(self, d: dict[str, Any]) -> None:
-        """One entry of a worker's serialized statistics (LLMStats.serialize)."""
-        self.requests += int(d.get("requests", 0))
-        self.ok += int(d.get("ok", 0))
-        self.completion_tokens += int(d.get("completion_tokens_total", 0))
-        for cls, n in (d.get("errors") or {}).items():
-            self.errors[cls] = self.errors.get(cls, 0) + int(n)
-        hist = d.get("hist") or {}
-        for attr, key in (("ttft", "ttft_ms"), ("tpot", "tpot_ms")):
-            if key in hist:
-                getattr(self, attr).merge(Histogram.from_dict(hist[key]))
-
-    def point(self, t: float, step: float, users: int | None) -> Point:
-        values = {"ttft_p50": self.ttft.percentile(50), "ttft_p95": self.ttft.percentile(95)}
-        values["tpot_p50"] = self.tpot.percentile(50)
-        return Point(t, step, self.requests, self.ok, self.completion_tokens, dict(self.errors), users=users, **values)
+    complete: bool = True
 
 
 def merge_points(a: Point, b: Point, t: float, step: float) -> Point:
@@ -101,6 +68,7 @@ def merge_points(a: Point, b: Point, t: float, step: float) -> Point:
         a.completion_tokens + b.completion_tokens,
         errors,
         users=users,
+        complete=a.complete and b.complete,
         **values,
     )
 
@@ -124,8 +92,52 @@ def coarsen(points: list[Point], step: float) -> list[Point]:
     return out
 
 
+class Bucket:
+    """An open bucket: a slice per series and their total."""
+
+    __slots__ = ("series", "total")
+
+    def __init__(self) -> None:
+        self.series: dict[str, Slice] = {}
+        self.total = Slice()
+
+    def slice(self, name: str) -> Slice:
+        found = self.series.get(name)
+        if found is None:
+            found = self.series[name] = Slice()
+        return found
+
+    def merge(self, other: Bucket) -> None:
+        for name, part in other.series.items():
+            self.slice(name).merge(part)
+        self.total.merge(other.total)
+
+    @classmethod
+    def from_dict(cls, series: dict[str, Any]) -> Bucket:
+        """A worker's slices of one bucket; the total is their sum."""
+        bucket = cls()
+        for name, d in series.items():
+            part = bucket.series[str(name)] = Slice.from_dict(d)
+            bucket.total.merge(part)
+        return bucket
+
+    def points(self, t: float, step: float, users: int | None) -> Iterable[tuple[str, Point]]:
+        for name, part in self.series.items():
+            yield name, _point(part, t, step, users)
+        yield TOTAL_NAME, _point(self.total, t, step, users)
+
+
+def _point(part: Slice, t: float, step: float, users: int | None, complete: bool = True) -> Point:
+    if not complete:
+        return Point(t, step, part.requests, part.ok, part.completion_tokens, dict(part.errors), complete=False)
+    ttft, tpot = part.ttft.percentile, part.tpot.percentile
+    counts = (part.requests, part.ok, part.completion_tokens, dict(part.errors))
+    return Point(t, step, *counts, ttft_p50=ttft(50), ttft_p95=ttft(95), tpot_p50=tpot(50), users=users)
+
+
 class Timeline:
-    """Time-bucketed LLM statistics. `users` gives the node's (or the whole run's) active users when asked."""
+    """Time-bucketed LLM statistics. `users` gives the node's (or the whole run's) active users when asked;
+    `workers`, on a master, the ids of the workers it counts on (connected and not missing); None on a local run."""
 
     def __init__(
         self,
@@ -133,90 +145,157 @@ class Timeline:
         step_s: float = STEP_S,
         max_points: int = MAX_POINTS,
         clock: Callable[[], float] = time.time,
+        workers: Callable[[], Iterable[str]] | None = None,
     ) -> None:
         self.users, self.clock, self.max_points, self.base_step = users, clock, max_points, step_s
+        self.workers = workers
         self.reset()
 
     def reset(self) -> None:
         self.step = self.base_step
         self.points: dict[str, list[Point]] = {}
-        self.bucket: dict[str, Slice] = {}
-        self.total = Slice()
-        self.bucket_t: float | None = None
+        self.open: dict[float, Bucket] = {}
+        self.closed_until: float | None = None  # every bucket before it is closed into points
+        self.through: dict[str, float] = {}  # each worker's latest report covers what ended before this time
+        self.users_at: dict[float, int] = {}  # the users seen during each open base-step bucket
 
     def add_record(self, record: RequestRecord) -> None:
-        self._roll()
-        self._slice(row_name(record.scenario, record.endpoint)).add(record)
-        self.total.add(record)
-
-    def add_serialized(self, data: dict[str, Any]) -> None:
-        """A worker's report (LLMStats.serialize): a delta since its previous one."""
-        self._roll()
-        for d in data.get("entries") or ():
-            self._slice(row_name(d["scenario"], d["endpoint"])).merge_entry(d)
-        if data.get("total"):
-            self.total.merge_entry(data["total"])
-
-    def _slice(self, name: str) -> Slice:
-        found = self.bucket.get(name)
-        if found is None:
-            found = self.bucket[name] = Slice()
-        return found
-
-    def _roll(self) -> None:
+        """A record of this node (a local run), in the bucket of the time it ends (never before the closed ones)."""
         now = self.clock()
-        start = math.floor(now / self.step) * self.step
-        if self.bucket_t is not None and start > self.bucket_t:
-            self._close()
-        if self.bucket_t is None or start > self.bucket_t:
-            self.bucket_t = start
+        t = now if self.closed_until is None else max(now, self.closed_until)
+        if bucket_start(now, self.base_step) not in self.users_at:
+            self._look(now)
+        bucket = self.open.get(bucket_start(t, self.step))
+        if bucket is None:
+            self._settle(now)
+            bucket = self.open.setdefault(bucket_start(t, self.step), Bucket())
+        bucket.slice(row_name(record.scenario, record.endpoint)).add(record)
+        bucket.total.add(record)
 
-    def _close(self) -> None:
-        if self.bucket_t is None:
+    def add_report(self, data: dict[str, Any], worker: str) -> None:
+        """A worker's slices (loadlib.metrics.slices.BucketSlicer.ship) and up to when they cover its records."""
+        for b in data.get("buckets") or ():
+            self._take(float(b["t"]), Bucket.from_dict(b.get("series") or {}))
+        through = float(data["through"])
+        self.through[worker] = max(through, self.through.get(worker, through))
+        now = self.clock()
+        self._look(now)
+        self._settle(now)
+
+    def _take(self, t: float, bucket: Bucket) -> None:
+        """A worker's bucket: into the open one of its time, or, if that has closed, added to its points."""
+        key = bucket_start(t, self.step)
+        if self.closed_until is None or t >= self.closed_until:
+            found = self.open.get(key)
+            if found is None:
+                self.open[key] = bucket
+            else:
+                found.merge(bucket)
             return
-        for name, point in self._bucket_points(self.bucket_t, self.step):
-            self.points.setdefault(name, []).append(point)
-        self.bucket, self.total = {}, Slice()
-        if max((len(v) for v in self.points.values()), default=0) > self.max_points:
-            self.points = {name: coarsen(pts, self.step) for name, pts in self.points.items()}
-            self.step *= 2
+        for name, point in bucket.points(key, self.step, None):
+            self._put(name, point)
 
-    def _bucket_points(self, t: float, step: float) -> Iterable[tuple[str, Point]]:
-        users = self.users()
-        for name, part in self.bucket.items():
-            yield name, part.point(t, step, users)
-        yield TOTAL_NAME, self.total.point(t, step, users)
+    def _look(self, now: float) -> None:
+        self.users_at[bucket_start(now, self.base_step)] = self.users()
+
+    def frontier(self, now: float) -> float:
+        """Every bucket that ends by this time is complete: now on a local run; on a master the earliest time up to
+        which every worker it counts on has reported, but not earlier than GRACE_S ago."""
+        if self.workers is None:
+            return now
+        waited = [self.through.get(w, -math.inf) for w in self.workers()]
+        return min(now, max(now - GRACE_S, min(waited, default=now)))
+
+    def _settle(self, now: float) -> None:
+        """Close, in order, every bucket that is complete (an empty one is a point of zero counts)."""
+        if self.closed_until is None:
+            if not self.open:
+                return
+            self.closed_until = min(self.open)
+        frontier = self.frontier(now)
+        while (t := bucket_start(self.closed_until, self.step)) + self.step <= frontier:
+            self._close(t, self.open.pop(t) if t in self.open else Bucket())
+            self.closed_until = end = t + self.step
+            full = max((len(v) for v in self.points.values()), default=0) >= self.max_points
+            if full and bucket_start(end, 2 * self.step) == end:  # no wider bucket is left half closed
+                self._coarsen()
+
+    def _close(self, t: float, bucket: Bucket) -> None:
+        seen = [k for k in self.users_at if k < t + self.step]
+        users = self.users_at[max(seen)] if seen else self.users()
+        for k in seen:
+            del self.users_at[k]
+        for name, point in bucket.points(t, self.step, users):
+            self._put(name, point)
+
+    def _put(self, name: str, point: Point) -> None:
+        """A point into its series in time order, added to the one of the same time if there is one."""
+        pts = self.points.setdefault(name, [])
+        i = len(pts) if not pts or pts[-1].t < point.t else bisect.bisect_left(pts, point.t, key=lambda p: p.t)
+        if i < len(pts) and pts[i].t == point.t:
+            pts[i] = merge_points(pts[i], point, point.t, point.step)
+        else:
+            pts.insert(i, point)
+
+    def _coarsen(self) -> None:
+        """Double the step: the points merge in pairs, the open buckets regroup on the wider grid."""
+        self.points = {name: coarsen(pts, self.step) for name, pts in self.points.items()}
+        self.step *= 2
+        regrouped: dict[float, Bucket] = {}
+        for t, bucket in sorted(self.open.items()):
+            key = bucket_start(t, self.step)
+            if key in regrouped:
+                regrouped[key].merge(bucket)
+            else:
+                regrouped[key] = bucket
+        self.open = regrouped
 
     def feed(self) -> dict[str, Any]:
-        """Every series as columns (JSON-able), the open bucket as a live last point (tokens/s over its age, null
-        while it is younger than LIVE_RATE_AGE of a step)."""
-        self._roll()
+        """Every series as columns (JSON-able). On a local run the open bucket is a live last point (tokens/s over
+        its age, null while it is younger than LIVE_RATE_AGE of a step); on a master the buckets not yet complete
+        close the series with their counts so far, no rate and no percentiles (`complete` false)."""
         now = self.clock()
-        live = dict(self._bucket_points(self.bucket_t, max(now - self.bucket_t, 1e-3))) if self.bucket_t else {}
-        names = sorted(set(self.points) | set(live), key=lambda n: (n != TOTAL_NAME, n))
+        self._look(now)
+        if self.workers is None:
+            self.open.setdefault(bucket_start(max(now, self.closed_until or now), self.step), Bucket())
+        self._settle(now)
+        tail: dict[str, list[Point]] = {}
+        for t, bucket in sorted(self.open.items()):
+            for name, point in self._open_points(t, bucket, now):
+                tail.setdefault(name, []).append(point)
+        names = sorted({TOTAL_NAME, *self.points, *tail}, key=lambda n: (n != TOTAL_NAME, n))
         young = self.step * LIVE_RATE_AGE
-        series = {
-            name: _columns([*self.points.get(name, []), *([live[name]] if name in live else [])], young)
-            for name in names
-        }
+        series = {name: _columns([*self.points.get(name, []), *tail.get(name, [])], young) for name in names}
         return {"step_s": self.step, "series": series}
+
+    def _open_points(self, t: float, bucket: Bucket, now: float) -> Iterable[tuple[str, Point]]:
+        if self.workers is None:
+            return bucket.points(t, max(now - t, 1e-3), self.users())
+        parts = [*bucket.series.items(), (TOTAL_NAME, bucket.total)]
+        return [(name, _point(part, t, self.step, None, complete=False)) for name, part in parts]
 
 
 def _columns(points: list[Point], young: float = 0.0) -> dict[str, Any]:
-    """The points as columns; a point spanning less than `young` seconds (the live one, just opened) has no rate."""
+    """The points as columns; a point spanning less than `young` seconds (the live one, just opened) or not complete
+    has no rate."""
     classes = sorted({cls for p in points for cls in p.errors})
     return {
         "t": [p.t for p in points],
         "requests": [p.requests for p in points],
         "ok": [p.ok for p in points],
         "completion_tokens": [p.completion_tokens for p in points],
-        "tokens_per_s": [None if p.step < young else round(p.completion_tokens / p.step, 3) for p in points],
+        "tokens_per_s": [round(p.completion_tokens / p.step, 3) if _rated(p, young) else None for p in points],
         "ttft_p50": [_r(p.ttft_p50) for p in points],
         "ttft_p95": [_r(p.ttft_p95) for p in points],
         "tpot_p50": [_r(p.tpot_p50) for p in points],
         "users": [p.users for p in points],
+        "complete": [p.complete for p in points],
         "errors": {cls: [p.errors.get(cls, 0) for p in points] for cls in classes},
     }
+
+
+def _rated(p: Point, young: float) -> bool:
+    return p.complete and p.step >= young
 
 
 def _r(v: float | None) -> float | None:

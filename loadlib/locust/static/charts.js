@@ -127,8 +127,10 @@ function drawSeries(columns) {
   plot("chart-ttft", ["TTFT p50", "TTFT p95"], [t, columns.ttft_p50, columns.ttft_p95]);
   plot("chart-tpot", ["TPOT p50"], [t, columns.tpot_p50]);
   plot("chart-tokens", ["output tokens/s"], [t, columns.tokens_per_s]);
+  // An interval a master still waits for reports on has its counts so far: no point for it (docs/webui.md).
+  const done = (values) => values.map((v, i) => (columns.complete && !columns.complete[i] ? null : v));
   const classes = Object.keys(columns.errors);
-  const errors = classes.length ? classes.map((c) => columns.errors[c]) : [t.map(() => 0)];
+  const errors = classes.length ? classes.map((c) => done(columns.errors[c])) : [done(t.map(() => 0))];
   plot("chart-errors", classes.length ? classes : ["no errors"], [t, ...errors]);
   plot("chart-users", ["users"], [t, columns.users]);
   window.llmCharts.points = t.length;

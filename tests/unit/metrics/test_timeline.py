@@ -1,4 +1,5 @@
-"""The web UI's chart series (loadlib/metrics/timeline.py): buckets, the live point, coarsening, resets."""
+"""The web UI's chart series (loadlib/metrics/timeline.py): buckets, the live point, coarsening, resets. A master's
+merge of the workers' slices by bucket time is in test_timeline_merge.py."""
 
 from __future__ import annotations
 
@@ -59,16 +60,6 @@ def test_a_just_opened_bucket_shows_no_rate_until_half_a_step_old() -> None:
     tl.add_record(rec())
     clock.t = 1003.0
     assert tl.feed()["series"]["Aggregated"]["tokens_per_s"] == [pytest.approx(40 / 2), pytest.approx(20 / 1.0)]
-
-
-def test_worker_reports_are_merged_into_the_bucket_they_arrive_in() -> None:
-    clock = Clock(50.0)
-    tl = Timeline(clock=clock)
-    worker = LLMStats()
-    for _ in range(3):
-        worker.add(rec())
-    tl.add_serialized(worker.serialize())
-    assert sum(tl.feed()["series"]["Aggregated"]["requests"]) == 3
 
 
 def test_the_points_add_up_to_the_statistics() -> None:

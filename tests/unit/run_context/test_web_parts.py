@@ -37,15 +37,18 @@ def test_each_worker_gets_its_own_saturation_verdict() -> None:
 
 
 def test_the_master_keeps_a_timeline_and_workers_do_not() -> None:
-    node = SimpleNamespace(options=resolve(None), is_worker=False, user_count=lambda: 3)
+    """A worker ships its records' slices with its statistics; the master shows the interval they fall in with its
+    counts, not yet complete (no rate) while it can still get more reports on it."""
+    node = SimpleNamespace(options=resolve(None), is_worker=False, is_master=True, user_count=lambda: 3)
     master, worker = StatsPart(), StatsPart()
     master.start(node)
-    worker.start(SimpleNamespace(**{**vars(node), "is_worker": True}))
+    worker.start(SimpleNamespace(**{**vars(node), "is_worker": True, "is_master": False}))
     worker.add(make_record())
     master.merge(worker.ship(), "w1")
-    assert worker.timeline is None
+    assert worker.timeline is None and worker.ship()["timeline"]["buckets"] == [], "shipped once"
     total = master.timeline.feed()["series"]["Aggregated"]
-    assert sum(total["requests"]) == master.stats.total.requests == 1 and total["users"][-1] == 3
+    assert sum(total["requests"]) == master.stats.total.requests == 1
+    assert total["complete"] == [False] and total["tokens_per_s"] == [None]
     master.reset()
     assert sum(master.timeline.feed()["series"]["Aggregated"]["requests"]) == 0
 
