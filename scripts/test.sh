@@ -62,7 +62,7 @@ fi
 # threading when a test imports it and xdist's workers then wait on gevent locks their own reader thread cannot wake
 # (LoopExit, a crashed worker). The slow, self-contained checks (fuzzing, the type checker, the report) are one
 # shard, the rest the other: about equal halves (in one CI run 188 s and 153 s with the manifests' check in the
-# first; it moved). Each prints when it has finished.
+# first; it moved). Their outputs are printed one after the other once both have finished.
 # Integration tests start Locust in processes of their own: those about function run two at a time (one file per
 # worker), those that time real processes against ground truth (marked `alone`) one at a time, with nothing beside them.
 UNIT_SLOW=(tests/unit/fuzz tests/unit/test_typing.py tests/unit/reports/test_report.py)
