@@ -218,8 +218,8 @@ def assert_moved_at_slow_answer(r: dict[str, Any], n: int) -> None:
     moved = moved_away(r, start)
     print(f"slow answer {n} in {nth - start:.3f} s, traffic moved {moved - start:.3f} s")
     assert nth - 0.15 <= moved <= nth + 0.5
-    share = shares(r)
-    assert share["before"]["primary"] > 0.75 and share["during"]["primary"] < 0.4
+    share = shares(r)  # 1-s bins: the drill's first one still holds the answers sent before the move
+    assert share["during"]["primary"] < share["before"]["primary"] - 0.2
 
 
 def test_least_busy_moves_before_any_slow_answer_is_back(runs: dict[str, Any]) -> None:
