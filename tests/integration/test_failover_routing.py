@@ -2,13 +2,13 @@
 real mock processes (docs/failover.md, "Routing" and "Outlier detection"). Each case is one short headless run of
 locustfiles/failover_drill.py (10 users asking twice a second) against a fast primary and a slower secondary mock of
 its own; a drill makes the primary slow, not failing, through its admin API (the weighted case also breaks it with
-503s first). The five runs go at once (each is light: 20 requests a second) so the module costs one run's time.
+503s first). The five runs go at once (each is light: 20 requests a second) so the module costs about one run's time.
 
-Times are read off the mocks' own logs (GET /mock/truth: when each request came in and ended, and which fault it
-met) and compared with what docs/failover.md states: the latency and cost policies leave the slow endpoint once its
-first slow answer (its third, for cost) is in, slow-call ejection opens the breaker when the formula of "Outlier
-detection" says, least-busy splits the traffic by the endpoints' answer times, weighted routing keeps its weights
-around a drill, and a hedge that wins is no failover."""
+Times are read off the mocks' own logs (GET /mock/truth: when each request came in and ended, and its planned TTFT,
+which says whether the slowdown met it) and compared with what docs/failover.md states: the latency and cost
+policies leave the slow endpoint when its first (for cost: third) slow answer ends, least-busy before any slow answer
+is back, slow-call ejection opens the breaker when the formula of "Outlier detection" says; weighted routing keeps
+its weights around an outage and sends the broken endpoint only its probes; a hedge that wins is no failover."""
 
 from __future__ import annotations
 
