@@ -265,21 +265,28 @@ def test_weighted_routing_keeps_its_weights_around_a_drill(runs: dict[str, Any])
     assert r["rc"] == 0, r["out"][-3000:]
     failover = r["summary"]["failover"]
     outage, [incident] = failover["drills"][0], failover["incidents"]
-    before = drawn(r["records"], -math.inf, outage["start"])
-    after = drawn(r["records"], incident["end"], failover["drills"][1]["start"])
+    (before, n_before), (after, n_after) = (
+        drawn(r["records"], -math.inf, outage["start"]),
+        drawn(r["records"], incident["end"], failover["drills"][1]["start"]),
+    )
     opened = outage["start"] + outage["detect_s"]["max"]
     probes = sum(opened + 0.1 < t["received_unix"] < outage["stop"] for t in r["primary"])
     allowed = math.floor((outage["stop"] - opened) / BREAKER["cooldown_s"]) + 1
-    print(f"weighted: primary drawn first {before:.2f} before, {after:.2f} after; {probes} probes (<= {allowed})")
-    assert 0.55 <= before <= 0.92 and after >= 0.45  # 47-50 and about 30 draws at 0.75: 3 standard deviations
+    print(
+        f"weighted: primary drawn first {before:.2f} of {n_before} before, {after:.2f} of {n_after} after; "
+        f"{probes} probes (<= {allowed})"
+    )
+    for share, n in ((before, n_before), (after, n_after)):  # 3:1 weights, within 3.5 standard deviations
+        assert n >= 10 and abs(share - 0.75) <= 3.5 * math.sqrt(0.75 * 0.25 / n), (share, n)
     assert probes <= allowed
     shares(r)  # the summary's traffic shares: the logs' own
 
 
-def drawn(records: list[dict[str, Any]], lo: float, hi: float) -> float:
-    """The primary's share of the first attempts of user requests sent in [lo, hi) (the weighted draw)."""
+def drawn(records: list[dict[str, Any]], lo: float, hi: float) -> tuple[float, int]:
+    """The primary's share of the first attempts of user requests sent in [lo, hi) (the weighted draw), and their
+    number."""
     first = [a["endpoint"] for a in records if a["attempt"] == 1 and lo <= a["start_unix_ns"] / 1e9 < hi]
-    return first.count("primary") / len(first)
+    return first.count("primary") / max(1, len(first)), len(first)
 
 
 def test_a_hedge_that_wins_is_no_failover(runs: dict[str, Any]) -> None:
