@@ -40,6 +40,7 @@ def _drill(t0: float | None, d: Drill, targets: Any, series: dict[str, Any]) -> 
         **_counts(d),
         "ttft_p95_before_ms": _r(d.ttft_before_ms.percentile(95)),
         "ttft_p95_failed_over_ms": _r(d.ttft_failed_over_ms.percentile(95)),
+        "ttft_p95_users_before_ms": _r(d.ttft_users_before_ms.percentile(95)),
         "ttft_p95_during_ms": _r(d.ttft_during_ms.percentile(95)),
         "ttft_p95_after_ms": _r(d.ttft_after_ms.percentile(95)),
         "traffic_share": {w: _share(series, lo, hi) for w, (lo, hi) in zip(WINDOWS, _windows(d), strict=True)},
@@ -222,15 +223,23 @@ def _headline(f: dict[str, Any]) -> str:
 
 
 def _volume_line(f: dict[str, Any]) -> str:
-    share = [(f["traffic_share"][w] or {}).get(f["endpoint"]) for w in WINDOWS]
-    traffic = " -> ".join("-" if s is None else f"{s * 100:.0f} %" for s in share)
     return (
         f"  user-visible errors {f['user_errors']} of {f['user_requests']} ({_pct(f['user_error_rate'])} %) in the "
         f"drill, {f['switch_errors']} of {f['switch_requests']} in the switch; attempt errors {f['attempt_errors']} "
         f"of {f['attempts']}; TTFT p95 failed-over {_ms(f['ttft_p95_failed_over_ms'])} ms vs "
-        f"{_ms(f['ttft_p95_before_ms'])} ms before (users {_ms(f.get('ttft_p95_during_ms'))} ms during, "
-        f"{_ms(f.get('ttft_p95_after_ms'))} ms after); traffic {f['endpoint']} {traffic}; in flight at the start "
-        f"{f.get('in_flight', 0)} ({f.get('in_flight_failed', 0)} failed)"
+        f"{_ms(f['ttft_p95_before_ms'])} ms before (users {_ms(f.get('ttft_p95_users_before_ms'))} ms before, "
+        f"{_ms(f.get('ttft_p95_during_ms'))} ms during, {_ms(f.get('ttft_p95_after_ms'))} ms after); traffic "
+        f"{_traffic(f)}; in flight at the start {f.get('in_flight', 0)} ({f.get('in_flight_failed', 0)} failed)"
+    )
+
+
+def _traffic(f: dict[str, Any]) -> str:
+    """Each endpoint's share before -> during -> after, the drilled endpoint first ("-": no attempts then)."""
+    shares = [f["traffic_share"][w] or {} for w in WINDOWS]
+    others = sorted({e for s in shares for e in s} - {f["endpoint"]})
+    return ", ".join(
+        f"{e} " + " -> ".join("-" if s.get(e) is None else f"{s[e] * 100:.0f} %" for s in shares)
+        for e in [f["endpoint"], *others]
     )
 
 

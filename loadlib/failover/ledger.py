@@ -44,7 +44,7 @@ COUNTS = (
     "in_flight_failed",
 )
 FIRSTS = ("detect_at", "failover_at", "failback_at")
-HISTOGRAMS = ("ttft_before_ms", "ttft_failed_over_ms", "ttft_during_ms", "ttft_after_ms")
+HISTOGRAMS = ("ttft_before_ms", "ttft_failed_over_ms", "ttft_users_before_ms", "ttft_during_ms", "ttft_after_ms")
 _PRUNE_AFTER_S = 60.0  # a drill is dropped from the per-request loop this long after the next drill started
 _RECENT_S = 5.0  # attempts kept this long after their end, for a drill the node learns of late (in_flight)
 
@@ -94,6 +94,7 @@ class Drill:
     in_flight_failed: int = 0
     ttft_before_ms: Histogram = field(default_factory=Histogram)
     ttft_failed_over_ms: Histogram = field(default_factory=Histogram)
+    ttft_users_before_ms: Histogram = field(default_factory=Histogram)  # every ok user request before the start
     ttft_during_ms: Histogram = field(default_factory=Histogram)  # every ok user request in the window
     ttft_after_ms: Histogram = field(default_factory=Histogram)  # ... from the stop to the next drill's start
     nodes: dict[str, NodeDrill] = field(default_factory=dict)
@@ -174,6 +175,7 @@ class Ledger:
         self._mine: dict[int, NodeDrill] = {}
         self._switch = SwitchTally()
         self._pending_before: dict[str, Histogram] = {}
+        self._pending_users = Histogram()  # every ok user request's TTFT since the last drill's stop
         self._changed_states: set[str] = set()
         self._link()
 
@@ -193,7 +195,8 @@ class Ledger:
         pending = self._pending_before.pop(endpoint, None)
         if pending is not None:
             d.ttft_before_ms.merge(pending)
-        self._pending_before.clear()
+        d.ttft_users_before_ms.merge(self._pending_users)
+        self._pending_before, self._pending_users = {}, Histogram()
         self._link()
 
     def drill_stopped(self, index: int, at: float) -> None:
@@ -308,15 +311,19 @@ class Ledger:
         self.incidents.user_request(end, preferred, answered if ok else None, ok)
         for d in self._live_at(end):
             if end < d.start:
-                if ok and ttft_ms is not None and preferred == d.endpoint and end >= d.since:
-                    d.ttft_before_ms.record(ttft_ms)
+                if ok and ttft_ms is not None and end >= d.since:
+                    d.ttft_users_before_ms.record(ttft_ms)
+                    if preferred == d.endpoint:
+                        d.ttft_before_ms.record(ttft_ms)
             elif d.until is None or end < d.until:
                 self._during(d, end, preferred, answered, ok, ttft_ms, attempts)
         if end >= self._boundary and ok and ttft_ms is not None:
             self._before_any_drill(preferred, ttft_ms)
 
     def _before_any_drill(self, preferred: str, ttft_ms: float) -> None:
-        """After every known drill: the TTFT waits here until a drill of `preferred` starts (then it is "before")."""
+        """After every known drill: the TTFT waits here until the next drill starts (then it is "before": the users',
+        and the preferred endpoint's when that drill breaks `preferred`)."""
+        self._pending_users.record(ttft_ms)
         h = self._pending_before.get(preferred)
         if h is None:
             h = self._pending_before[preferred] = Histogram()

@@ -79,6 +79,7 @@ def test_every_figure_of_a_two_worker_drill() -> None:
         "in_flight_failed": 0,
         "ttft_p95_before_ms": 60.0,
         "ttft_p95_failed_over_ms": 85.0,
+        "ttft_p95_users_before_ms": 60.0,
         "ttft_p95_during_ms": 85.0,
         "ttft_p95_after_ms": 55.0,
         "traffic_share": {
@@ -237,8 +238,8 @@ def test_lines() -> None:
         "drill 0 primary http_503 at +20.0 s for 20.0 s: detected 0.40 s p50 / 0.80 s max (2 workers); "
         "failed over 0.45 / 0.83 s; failed back 5.6 s max",
         "  user-visible errors 3 of 7 (42.9 %) in the drill, 3 of 5 in the switch; attempt errors 5 of 9; "
-        "TTFT p95 failed-over 85.0 ms vs 60.0 ms before (users 85.0 ms during, 55.0 ms after); "
-        "traffic primary 100 % -> 56 % -> 100 %; in flight at the start 0 (0 failed)",
+        "TTFT p95 failed-over 85.0 ms vs 60.0 ms before (users 60.0 ms before, 85.0 ms during, 55.0 ms after); "
+        "traffic primary 100 % -> 56 % -> 100 %, secondary 0 % -> 44 % -> 0 %; in flight at the start 0 (0 failed)",
         "  verdict PASS: failover 0.83 s <= 5 s; user errors 42.9 % <= 50 %; detection 0.80 s <= 1 s; "
         "failback 5.6 s <= 10 s",
         "fallback quality secondary: 2 checked, 1 ok; schema-valid 100 %, deterministic 100 %, truncated 50.0 %; "

@@ -197,6 +197,8 @@ def test_before_counts_since_the_previous_stop_only() -> None:
     w.drill_started(1, "primary", "timeout", 1030.0)
     assert (w.drills[0].ttft_before_ms.count, w.drills[0].ttft_before_ms.max) == (1, 10.0)
     assert (w.drills[1].ttft_before_ms.count, w.drills[1].ttft_before_ms.max) == (1, 20.0)
+    users = [(h.count, h.max) for h in (w.drills[0].ttft_users_before_ms, w.drills[1].ttft_users_before_ms)]
+    assert users == [(1, 10.0), (2, 30.0)]  # the users' TTFT before: whatever they preferred
 
 
 def test_a_drill_known_ahead_of_time_splits_by_its_times() -> None:
@@ -204,10 +206,12 @@ def test_a_drill_known_ahead_of_time_splits_by_its_times() -> None:
     w.drill_started(0, "primary", "http_503", 1020.0)
     w.drill_stopped(0, 1040.0)
     w.user_request(1009.0, 1010.0, "primary", "primary", True, 10.0, 1)
+    w.user_request(1010.0, 1011.0, "secondary", "secondary", True, 40.0, 1)  # the users' "before" only
     w.user_request(1024.0, 1025.0, "primary", "secondary", True, 20.0, 1)
     w.user_request(1044.0, 1045.0, "primary", "primary", True, 30.0, 1)
     d = w.drills[0]
     assert (d.ttft_before_ms.count, d.user_requests, d.ttft_failed_over_ms.count) == (1, 1, 1)
+    assert (d.ttft_users_before_ms.count, d.ttft_users_before_ms.max) == (2, 40.0)
     assert (d.nodes["w1"].failover_at, d.nodes["w1"].failback_at) == (1025.0, 1045.0)
 
 
