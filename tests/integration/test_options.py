@@ -58,6 +58,8 @@ def samples(tmp: Path) -> dict[str, str]:
         "llm_capacity_control": "rate",
         "llm_warmup": "2s",
         "llm_capacity_precision": "0.1",  # a share, between 0 and 1
+        "llm_threshold": "requests >= 0",  # an empty value given is refused
+        "llm_baseline": "tests/fixtures/summaries/chat_baseline.json",  # a summary with histograms
     }
     return {o.dest: special[o.dest] if o.dest in special else _changed(o) for o in OPTIONS if not o.flag_only}
 
