@@ -10,12 +10,20 @@ from loadlib.metrics.scenarios import MAX_ROWS, ScenarioResults, Section, hist, 
 
 
 def chat_turn(
-    r: ScenarioResults, turn: int, prompt_tokens: int | None, ttft_ms: float | None, step: int | None
+    r: ScenarioResults,
+    turn: int,
+    prompt_tokens: int | None,
+    ttft_ms: float | None,
+    step: int | None,
+    growth: float | None = None,
 ) -> None:
-    """One support-chat request: its turn, prompt size and TTFT (successful requests carry a TTFT)."""
+    """One support-chat request: its turn, prompt size and TTFT (successful requests carry a TTFT), and after the
+    first turn the prompt's growth per turn since its conversation's first turn."""
     r.count(key("support_chat", "turn", turn))
     if prompt_tokens is not None:
         r.observe(key("support_chat", "turn_prompt", turn), prompt_tokens)
+    if growth is not None:
+        r.observe(key("support_chat", "turn_growth"), growth)
     if ttft_ms is not None:
         r.observe(key("support_chat", "turn_ttft", turn), ttft_ms)
         if step is not None:
@@ -53,10 +61,8 @@ def summarize(r: ScenarioResults, summary: Mapping[str, Any]) -> dict[str, Any] 
             {"system_tokens": int(step), "requests": n, "ttft_p50_ms": pct(ttft, 50), "ttft_p95_ms": pct(ttft, 95)}
         )
     convs = {k[0]: v for k, v in select(r, "support_chat", "conversations").items()}
-    first, last = by_turn[0], by_turn[-1]
-    growth = None
-    if first["prompt_tokens_mean"] is not None and last["prompt_tokens_mean"] is not None and len(by_turn) > 1:
-        growth = round((last["prompt_tokens_mean"] - first["prompt_tokens_mean"]) / (last["turn"] - first["turn"]), 1)
+    grown = hist(r, "support_chat", "turn_growth").mean
+    growth = round(grown, 1) if grown is not None else None
     return {
         "conversations": convs,
         "turns": by_turn,

@@ -42,6 +42,7 @@ class Dialogue:
         self.history_tokens = message_tokens("system", n)
         self.turn = 0
         self.previous = ""
+        self.first_prompt: int | None = None  # the first turn's prompt tokens, which later turns grow from
 
     @property
     def done(self) -> bool:

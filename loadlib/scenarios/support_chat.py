@@ -114,11 +114,19 @@ class SupportChatUser(ScenarioUser):
         results.conversation(self.found, "started")
         return Dialogue(conv, ctx.systems[step if step is not None else ctx.default_system], step)
 
-    def _count_turn(self, turn: int, step: int | None, record: RequestRecord, _result: object) -> None:
+    def _count_turn(self, d: Dialogue, turn: int, step: int | None, record: RequestRecord, _result: object) -> None:
         """Each attempt of a turn that ended by itself, as it is recorded (so the turn counts agree with the records
-        when the run's end stops the user as the answer arrives); one cut off by the end has no answer to count."""
-        if record.status is not ErrorClass.CUT_OFF:
-            results.chat_turn(self.found, turn, record.input_tokens, record.ttft_ms if record.ok else None, step)
+        when the run's end stops the user as the answer arrives); one cut off by the end has no answer to count. The
+        prompt's growth is measured within the conversation, from its first turn."""
+        if record.status is ErrorClass.CUT_OFF:
+            return
+        prompt, growth = record.input_tokens, None
+        if prompt is not None and turn == 1:
+            d.first_prompt = prompt
+        elif prompt is not None and d.first_prompt is not None:
+            growth = (prompt - d.first_prompt) / (turn - 1)
+        ttft = record.ttft_ms if record.ok else None
+        results.chat_turn(self.found, turn, prompt, ttft, step, growth)
 
     @task
     def turn(self) -> None:
@@ -132,7 +140,7 @@ class SupportChatUser(ScenarioUser):
             prompt_tokens_est=estimate,
             turn=d.turn + 1,
             max_tokens=self.ctx.max_tokens,
-            on_record=functools.partial(self._count_turn, d.turn + 1, d.step),
+            on_record=functools.partial(self._count_turn, d, d.turn + 1, d.step),
         )
         record = reply.record
         if not reply.ok:

@@ -19,7 +19,7 @@ SECTIONS = {
 def fill_worker(e: ScenarioResults, ttft: float) -> None:
     for turn in (1, 2, 3):
         for _ in range(10):
-            chat_results.chat_turn(e, turn, 400 + 100 * (turn - 1), ttft + turn, None)
+            chat_results.chat_turn(e, turn, 400 + 100 * (turn - 1), ttft + turn, None, 100.0 if turn > 1 else None)
     chat_results.chat_turn(e, 1, 2100, ttft + 50, 2000)
     chat_results.chat_turn(e, 1, 200, ttft, 100)
     chat_results.conversation(e, "started")
@@ -52,7 +52,7 @@ def test_two_workers_merge_into_the_masters_totals() -> None:
     assert chat["turns"][1]["prompt_tokens_mean"] == 500
     assert chat["turns"][1]["ttft_p50_ms"] == pytest.approx(102, rel=0.01), "p50 of the merged samples"
     assert chat["turns"][1]["ttft_p95_ms"] == pytest.approx(202, rel=0.01)
-    assert chat["prompt_tokens_per_turn"] > 0
+    assert chat["prompt_tokens_per_turn"] == 100.0, "the mean growth within conversations, merged"
     assert [st["system_tokens"] for st in chat["sweep"]] == [100, 2000]
     assert chat["conversations"] == {"started": 2, "completed": 2}
     doc = s["long_document"]
