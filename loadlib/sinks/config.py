@@ -33,6 +33,7 @@ COUNT_KEYS = (
     "buffered",
     "batches",
     "write_errors",
+    "resent",
 )
 UNKNOWN_RUN_ID = "unknown"
 

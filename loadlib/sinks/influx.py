@@ -50,7 +50,9 @@ ERROR_LOG_INTERVAL_S = 30.0
 
 @dataclass(frozen=True, slots=True)
 class SinkStats:
-    """Exact counts of one sink; `submitted == written + dropped + buffered` always holds."""
+    """Exact counts of one sink; `submitted == written + dropped + buffered` always holds. `resent`: points queued
+    again after a write whose outcome is unknown (sent, no answer): the database may hold up to that many points
+    more than `written` (those later dropped), never fewer than `written` (a point written twice is stored once)."""
 
     submitted: int
     written: int
@@ -63,6 +65,7 @@ class SinkStats:
     write_errors: int
     last_error: str | None
     closed: bool
+    resent: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,6 +112,7 @@ class InfluxSink:
         self._inflight: list[Any] | None = None
         self._submitted = 0
         self._written = 0
+        self._resent = 0  # points queued again after a write whose outcome is unknown (the server may hold them)
         self._rejected = 0
         self._unflushed = 0
         self._batches = 0
@@ -253,6 +257,7 @@ class InfluxSink:
             write_errors=self._write_errors,
             last_error=self._last_error,
             closed=self._closed,
+            resent=self._resent,
         )
 
     def _buffered(self) -> int:
@@ -308,6 +313,7 @@ class InfluxSink:
             except WriteError as exc:
                 self._inflight = None
                 if exc.retryable:
+                    self._resent += len(lines) if exc.unknown_outcome else 0
                     self._buffer.requeue(lines)
                     self._note_error(exc)
                     return False, exc.retry_after_s

@@ -29,6 +29,8 @@ class WriteError(Exception):
     `retryable`: the same batch may succeed later (server down, overloaded, timed out); otherwise the server refused
     it for good (bad line, type conflict, auth, unknown database) and resending would fail again.
     `rejected_points`: for a partial write, how many points of the batch the server dropped (the rest are stored).
+    `unknown_outcome`: the request went out and no answer came (a read timeout, a connection closed mid-answer):
+    the server may have stored the batch.
     """
 
     def __init__(
@@ -39,12 +41,21 @@ class WriteError(Exception):
         status: int | None = None,
         retry_after_s: float | None = None,
         rejected_points: int | None = None,
+        unknown_outcome: bool = False,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.unknown_outcome = unknown_outcome
         self.status = status
         self.retry_after_s = retry_after_s
         self.rejected_points = rejected_points
+
+
+def _sent(exc: Exception) -> bool:
+    """Whether a failed request may have reached the server: not when the connection was never made (refused, or
+    a connect timeout)."""
+    text = f"{type(exc).__name__}: {exc}"
+    return not any(word in text for word in ("ConnectTimeout", "NewConnectionError", "Connection refused"))
 
 
 class Transport(Protocol):
@@ -144,7 +155,7 @@ class InfluxV1Transport:
                 f"{self.url}/write", params=self._params, data=body, headers=self._headers, timeout=self.timeout
             )
         except self._requests.RequestException as exc:
-            raise WriteError(f"{type(exc).__name__}: {exc}", retryable=True) from exc
+            raise WriteError(f"{type(exc).__name__}: {exc}", retryable=True, unknown_outcome=_sent(exc)) from exc
 
     def create_database(self) -> None:
         """CREATE DATABASE (a no-op when it exists); needs admin rights when InfluxDB has auth enabled."""
@@ -195,7 +206,7 @@ class InfluxV2Transport:
             )
             raise error from exc
         except (self._http_error, OSError) as exc:
-            raise WriteError(f"{type(exc).__name__}: {exc}", retryable=True) from exc
+            raise WriteError(f"{type(exc).__name__}: {exc}", retryable=True, unknown_outcome=_sent(exc)) from exc
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # closing must never fail the run

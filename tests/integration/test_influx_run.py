@@ -166,4 +166,4 @@ def test_outage_past_the_buffer_counts_every_drop(influx, tmp_path):
         influx_count(influx, m, f, run_id)
         for m, f in (("llm_request", "request_id"), ("llm_worker", "users"), ("llm_event", "message"))
     )
-    assert in_db == sink["written"], (in_db, sink)
+    assert sink["written"] <= in_db <= sink["written"] + sink["resent"], (in_db, sink)

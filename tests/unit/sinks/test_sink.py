@@ -12,7 +12,7 @@ import pytest
 from loadlib.errors import ErrorClass
 from loadlib.records.record import RequestRecord
 from loadlib.sinks.influx import InfluxSink, backoff_delay
-from loadlib.sinks.transports import WriteError
+from loadlib.sinks.transports import WriteError, _sent
 from tests.support.records import make_record, make_user_request
 
 
@@ -150,6 +150,36 @@ def test_retry_after_is_honoured() -> None:
     wait_for(lambda: sink.stats().written == 1)
     assert waits == [0.5], "Retry-After outlasts the backoff (at most backoff_max_s, 0.05 s)"
     sink.close(1.0)
+
+
+def test_a_write_with_an_unknown_outcome_counts_its_points_as_resent() -> None:
+    """The database may hold them already (InfluxDB stopped mid-request): `resent` bounds what it may hold beyond
+    `written`; a refused connection or an HTTP answer is no such case."""
+    t = FakeTransport()
+    t.fail_next = [
+        WriteError("ReadTimeout", retryable=True, unknown_outcome=True),
+        WriteError("HTTP 503", retryable=True, status=503),
+    ]
+    sink = make_sink(t, batch_size=3, backoff_wait=lambda _s: None)
+    for i in range(3):
+        sink.submit_record(record(i))
+    wait_for(lambda: sink.stats().written == 3)
+    stats = sink.close(1.0)
+    assert (stats.resent, stats.write_errors, stats.dropped) == (3, 2, 0)
+
+
+@pytest.mark.parametrize(
+    ("error", "sent"),
+    [
+        ("ConnectionError: HTTPConnectionPool: Max retries exceeded (Caused by NewConnectionError(...))", False),
+        ("ConnectTimeout: HTTPConnectionPool(host='x', port=8086)", False),
+        ("ConnectionError: ('Connection aborted.', RemoteDisconnected('Remote end closed connection'))", True),
+        ("ReadTimeout: HTTPConnectionPool(host='x', port=8086): Read timed out.", True),
+    ],
+)
+def test_only_a_request_that_went_out_may_have_been_written(error: str, sent: bool) -> None:
+    name, _, text = error.partition(": ")
+    assert _sent(type(name, (Exception,), {})(text)) is sent
 
 
 def test_close_while_influx_is_down_returns_within_the_timeout() -> None:
