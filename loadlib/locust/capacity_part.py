@@ -11,7 +11,7 @@ every worker's window is in."""
 
 from __future__ import annotations
 
-from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
 import time
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 from loadlib.capacity import answer
 from loadlib.capacity.step import StepWindow
 from loadlib.locust.part_registry import register_part
-from loadlib.locust.parts import Node, NodePart
+from loadlib.locust.parts import Node, NodePart, live_worker_ids
 from loadlib.metrics.summary_types import Summary
 from loadlib.records.record import RequestRecord
 from loadlib.verdicts.goodput import RequestSLO, parse_request_slo
@@ -71,7 +71,7 @@ class CapacityPart(NodePart):
         self.runner.send_message(MESSAGE, data)
 
     def _live(self) -> set[str]:
-        return {str(w.id) for w in self.runner.clients.values() if w.state != STATE_MISSING}
+        return live_worker_ids(self.runner)
 
     def window(self, step: int) -> StepWindow:
         return self.windows.setdefault(step, StepWindow())

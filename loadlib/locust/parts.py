@@ -190,12 +190,17 @@ class StatsPart(MergedPart):
         return render_table(summary).split("\n")
 
 
-def _live_workers(ctx: Node) -> Callable[[], set[str]]:
+def live_worker_ids(runner: Any) -> set[str]:
     """The ids of the workers a master counts on: connected and not missing (as in its reports' `worker` argument)."""
+    return {str(w.id) for w in runner.clients.values() if w.state != STATE_MISSING}
+
+
+def _live_workers(ctx: Node) -> Callable[[], set[str]]:
+    """live_worker_ids of the node's runner, asked afresh each time (none without a runner)."""
     runner = getattr(getattr(ctx, "environment", None), "runner", None)
     if runner is None:
         return set
-    return lambda: {str(w.id) for w in runner.clients.values() if w.state != STATE_MISSING}
+    return lambda: live_worker_ids(runner)
 
 
 class HealthPart(NodePart):
