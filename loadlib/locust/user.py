@@ -96,6 +96,7 @@ class LLMUser(FastHttpUser):
         self.run_context: RunContext = context(environment)
         self._connections: dict[str, Connection] = {}
         self._requests = 0
+        self._prompt_count: tuple[ChatRequest, int] | None = None  # the last request whose prompt we counted
         self._fatal_streak = 0
         if self.run_context.arrivals is not None:  # users are made after test start, when the schedule is known
             self.wait_time = self.open_loop_wait_time  # type: ignore[method-assign]  # Locust reads it per user
@@ -218,7 +219,7 @@ class LLMUser(FastHttpUser):
             cut_off(outcome)
         self._requests += 1
         if facts.get("prompt_tokens_est") is None and _prompt_unreported(outcome):
-            facts["prompt_tokens_est"] = gevent.get_hub().threadpool.apply(tokens.count_chat, (req.messages,))
+            facts["prompt_tokens_est"] = self._count_prompt(req)
         try:
             record = self._record(rt, target, outcome, facts, hooks)
         except Exception as exc:  # a bug of ours (or of a scenario check): still one counted attempt
@@ -364,6 +365,14 @@ class LLMUser(FastHttpUser):
         self._fatal_streak = self._fatal_streak + 1 if fatal else 0
         if self._fatal_streak:
             wait(backoff_s(self._fatal_streak))
+
+    def _count_prompt(self, req: ChatRequest) -> int:
+        """tiktoken count of the request's prompt, in a thread (as `_estimate_completion`), once per request: its
+        retries and hedges share it."""
+        counted = self._prompt_count
+        if counted is None or counted[0] is not req:
+            counted = self._prompt_count = (req, gevent.get_hub().threadpool.apply(tokens.count_chat, (req.messages,)))
+        return counted[1]
 
     def _estimate_completion(self, outcome: Any, every: int) -> int | None:
         """tiktoken count of the output, after the stream ended and in a thread so other streams keep their timing.
