@@ -83,7 +83,7 @@ class SSEDecoder:
         `stamp` of an event is the stamp passed with the chunk in which the event's first byte arrived (an event
         split across chunks keeps its first stamp). event_type is b"" when no `event:` field was given. Comments
         (lines starting with b":") are ignored."""
-        if self._idle and chunk[:6] == b"data: " and chunk[-2:] == b"\n\n":
+        if self._idle and chunk.startswith(b"data: ") and chunk.endswith(b"\n\n"):  # no slices: nothing allocated
             # The usual read: exactly one single-line event, no CR. Framing it line by line gives the same result.
             data = chunk[6:-2]
             if 10 not in data and 13 not in data:
