@@ -18,7 +18,7 @@ scenarios' SLO defaults are on, as for the reader):
 What does not run is a skipped test with the reason: a command marked `# needs: a real endpoint` (a Kubernetes
 cluster, Docker, an InfluxDB server; the convention is in tests/support/doc_commands.py), an install, or an entry of
 NOT_RUN. Any other command fails its own test item, so a new doc command cannot slip through unrun and unmarked; a
-marker on a load test that would run here fails too. Runs go two at a time (PARALLEL) from a module fixture; the
+marker on a load test that would run here fails too. Runs go three at a time (PARALLEL) from a module fixture; the
 module prints a table of every run's exit code, verdict line and time at the end.
 """
 
@@ -80,7 +80,7 @@ JUDGED = ("--llm-threshold", "--scenario-slo", "--llm-capacity", "capacity.py", 
 MAX_USERS = 10
 TIMEOUT_S = 60.0
 READY_S = 30.0  # a server (the mock, a web UI) must answer by then: Locust's imports take seconds on a busy box
-PARALLEL = 2
+PARALLEL = 3
 MAX_WORKERS = 2  # a distributed example's workers, capped like its users: a functional run on a 2-core machine
 TAIL_LINES = 25
 FIXTURES = "tests/fixtures/summaries"
@@ -563,7 +563,7 @@ def selected_cases(session: pytest.Session) -> list[Case]:
 @pytest.fixture(scope="module")
 def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Outcome]]:
     """Run every selected case, PARALLEL at a time, as soon as the module starts; then, alone, each run that the
-    concurrency itself made invalid (a saturated client: two runs and their mocks share this machine's two cores,
+    concurrency itself made invalid (a saturated client: three runs and their mocks share this machine's two cores,
     and the verdict is right to call such numbers untrustworthy). Tests read their own outcome."""
     started = time.monotonic()
     chosen = selected_cases(request.session)
