@@ -37,7 +37,7 @@ def verdict(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) ->
     - `incomplete`: a worker was lost or under 95 % of the intended load ran (loadlib.metrics.integrity);
     - `invalid`: a test ran but no attempt completed (every one was cut off by its end, or none was sent): there is
       nothing to judge, even without thresholds;
-    - `invalid`: the client was saturated (no number can be trusted);
+    - `invalid`: the client was saturated (no number can be trusted), or a capacity search finished no step;
     - `fail`: a judged threshold failed, a drill missed its targets, a lost threshold aborted the run, or a
       capacity search found less than its gate (a capacity run judges its thresholds per step and its client per
       step: its whole-run saturation does not make it invalid); a failure that was measured stands even when other
@@ -55,7 +55,7 @@ def verdict(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) ->
     if not decides:
         return None
     failed = _failed(results, drills, summary.get("aborted")) + _capacity_failed(capacity)
-    untrusted = [*empty, *([] if capacity else _saturated(summary))]
+    untrusted = [*empty, *_capacity_unmeasured(capacity), *([] if capacity else _saturated(summary))]
     unjudged = [] if summary.get("aborted") else _unjudged(results)
     if stopped:
         status, reasons = stopped
@@ -106,6 +106,17 @@ def _capacity_failed(capacity: Mapping[str, Any] | None) -> list[str]:
     if not capacity or capacity.get("gate_passed") is not False:
         return []
     return [_capacity_gate(capacity)]
+
+
+def _capacity_unmeasured(capacity: Mapping[str, Any] | None) -> list[str]:
+    """A capacity search that finished no step measured nothing: its `max_users 0` is no answer, even as a bound."""
+    if not capacity or capacity.get("steps") != []:
+        return []
+    why = capacity.get("stopped") or "the run ended"
+    return [
+        f"the capacity search finished no step: {why}; give -t room for at least one step "
+        "(--llm-capacity-warmup-s plus --llm-capacity-window-s)"
+    ]
 
 
 def _capacity_held(capacity: Mapping[str, Any] | None) -> list[str]:

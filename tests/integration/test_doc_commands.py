@@ -77,6 +77,9 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN_TIME = "4s"  # long enough for every verdict a doc shows without a threshold of its own
 JUDGED_RUN_TIME = "10s"  # a command with thresholds: a p95 needs 100 samples, a share 20, before it is judged
 JUDGED = ("--llm-threshold", "--scenario-slo", "--llm-capacity", "capacity.py", "--llm-request-slo")
+# a capacity search's steps, shortened so that its first finishes within JUDGED_RUN_TIME (the defaults, 10 s warm-up
+# and 30 s window, would finish none, and a search that finished no step is invalid)
+SHORT_STEPS = ("--llm-capacity-warmup-s", "1", "--llm-capacity-window-s", "3")
 MAX_USERS = 10
 TIMEOUT_S = 60.0
 READY_S = 30.0  # a server (the mock, a web UI) must answer by then: Locust's imports take seconds on a busy box
@@ -402,12 +405,20 @@ def run_time(command: Command) -> str:
     return JUDGED_RUN_TIME if judged else RUN_TIME
 
 
+def short_steps(argv: Sequence[str]) -> tuple[str, ...]:
+    """SHORT_STEPS for a capacity search whose command leaves its step lengths at their defaults."""
+    searches = any("capacity.py" in arg or arg.startswith("--llm-capacity") for arg in argv)
+    given = any(arg.startswith(("--llm-capacity-warmup-s", "--llm-capacity-window-s")) for arg in argv)
+    return SHORT_STEPS if searches and not given else ()
+
+
 def run_load(case: Case, tmp: Path) -> Outcome:
     """Run the case's command as prepared, then (when it ended in time, so its files are written) its follow-up
     tools in `tmp`: their outcome is worth knowing even when the run's exit code was not the promised one."""
     if case.workers is None:
         prepared = prepare(case.command, tmp, documented_files(case.command.source), run_time(case.command), MAX_USERS)
-        code, output = run_process([*prepared.argv, *case.args], ROOT, reader_env(prepared.env), tmp / "run.log")
+        argv = [*prepared.argv, *short_steps(prepared.argv), *case.args]
+        code, output = run_process(argv, ROOT, reader_env(prepared.env), tmp / "run.log")
     else:
         code, output = run_distributed(case, tmp)
     outcome = Outcome(code, 0.0, output)

@@ -30,3 +30,14 @@ def test_at_or_above_the_gate_passes_even_as_a_lower_bound() -> None:
 def test_without_a_gate_the_run_passes_and_names_its_answer() -> None:
     v = verdict([], summary(25, None))
     assert v is not None and v["status"] == "pass" and v["reasons"] == ["capacity max_users 25"]
+
+
+def test_a_search_that_finished_no_step_is_invalid_not_a_lower_bound_of_zero() -> None:
+    s = summary(0, None, lower_bound=True)
+    s["capacity"] |= {"steps": [], "stopped": "the run ended"}
+    v = verdict([], s)
+    assert v is not None and (v["status"], v["exit_code"]) == ("invalid", 3)
+    assert v["reasons"][0].startswith("the capacity search finished no step: the run ended; give -t room")
+    s["capacity"]["steps"] = [{"step": 1, "users": 4, "passed": True}]
+    held = verdict([], s)
+    assert held is not None and held["exit_code"] == 0  # one finished step: a lower bound, which passes
