@@ -112,7 +112,9 @@ def _capacity_unmeasured(capacity: Mapping[str, Any] | None) -> list[str]:
     """A capacity search that finished no step measured nothing: its `max_users 0` is no answer, even as a bound."""
     if not capacity or capacity.get("steps") != []:
         return []
-    why = capacity.get("stopped") or "the run ended"
+    why = str(capacity.get("stopped") or "the run ended")
+    if "saturated" in why:  # the load generator, not the run's length, ended it
+        return [f"the capacity search finished no step: {why}; add workers or start lower (--llm-capacity-start)"]
     return [
         f"the capacity search finished no step: {why}; give -t room for at least one step "
         "(--llm-capacity-warmup-s plus --llm-capacity-window-s)"

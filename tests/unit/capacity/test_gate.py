@@ -41,3 +41,11 @@ def test_a_search_that_finished_no_step_is_invalid_not_a_lower_bound_of_zero() -
     s["capacity"]["steps"] = [{"step": 1, "users": 4, "passed": True}]
     held = verdict([], s)
     assert held is not None and held["exit_code"] == 0  # one finished step: a lower bound, which passes
+
+
+def test_a_search_saturated_at_its_first_step_points_at_workers_not_at_the_run_time() -> None:
+    s = summary(0, None, lower_bound=True)
+    s["capacity"] |= {"steps": [], "stopped": "the client saturated at 4 users (CPU p90 97 %)"}
+    v = verdict([], s)
+    assert v is not None and v["exit_code"] == 3 and "add workers or start lower" in v["reasons"][0]
+    assert "-t" not in v["reasons"][0]
