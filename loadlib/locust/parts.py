@@ -151,6 +151,8 @@ class StatsPart(MergedPart):
         if not ctx.is_worker and self.timeline is None:
             on_master = getattr(ctx, "is_master", False)  # a node made by hand (a test's) may not say
             self.timeline = Timeline(ctx.user_count, workers=_live_workers(ctx) if on_master else None)
+        if self.timeline is not None:
+            self.timeline.started = self.timeline.clock()  # each swarm's first bucket is rated over its own part
 
     def add(self, record: RequestRecord) -> None:
         if self.warmup is not None and self.warmup.excludes(record.start_unix_ns):

@@ -12,7 +12,8 @@ is at most MAX_POINTS points per series; the open ones are shown with their coun
 neighbouring points merge: counts add exactly; a merged point's percentiles are the count-weighted mean of its halves
 (stated in docs/webui.md; the summary keeps the exact run-wide figures). A local run's open bucket is a live last
 point, complete up to now: its tokens/s is over its age, shown once it is half a step old (over a few milliseconds
-it reads 0, or one request's tokens as a spike, and the legend shows the last value).
+it reads 0, or one request's tokens as a spike, and the legend shows the last value). The bucket the run started in
+is rated over its part after the start (`Point.span`), so a steady run's first point does not read low.
 """
 
 from __future__ import annotations
@@ -51,10 +52,17 @@ class Point:
     tpot_p50: float | None = None
     users: int | None = None
     complete: bool = True
+    span: float | None = None  # seconds of [t, t + step) within the run when fewer than `step` (its first bucket)
+
+    @property
+    def seconds(self) -> float:
+        """What a rate divides by: the part of the bucket the run covered."""
+        return self.step if self.span is None else self.span
 
 
-def merge_points(a: Point, b: Point, t: float, step: float) -> Point:
-    """Two neighbouring points as one: counts add; percentiles are weighted by the successful attempts behind them."""
+def merge_points(a: Point, b: Point, t: float, step: float, same: bool = False) -> Point:
+    """Two points as one: counts add; percentiles are weighted by the successful attempts behind them. Neighbours
+    (coarsening) add their seconds; two parts of the same bucket (`same`: reports of several workers) keep them."""
     errors = dict(a.errors)
     for cls, n in b.errors.items():
         errors[cls] = errors.get(cls, 0) + n
@@ -69,8 +77,14 @@ def merge_points(a: Point, b: Point, t: float, step: float) -> Point:
         errors,
         users=users,
         complete=a.complete and b.complete,
+        span=_merged_span(a, b, step, same),
         **values,
     )
+
+
+def _merged_span(a: Point, b: Point, step: float, same: bool) -> float | None:
+    seconds = max(a.seconds, b.seconds) if same else a.seconds + b.seconds
+    return None if seconds >= step else seconds
 
 
 def _weighted(x: float | None, wx: int, y: float | None, wy: int) -> float | None:
@@ -87,8 +101,8 @@ def coarsen(points: list[Point], step: float) -> list[Point]:
         t = math.floor(p.t / wide) * wide
         if out and out[-1].t == t:
             out[-1] = merge_points(out[-1], p, t, wide)
-        else:
-            out.append(replace(p, t=t, step=wide))
+        else:  # alone on the wider grid: the run's first or last point, whose other half is not in the run
+            out.append(replace(p, t=t, step=wide, span=p.seconds))
     return out
 
 
@@ -121,18 +135,23 @@ class Bucket:
             bucket.total.merge(part)
         return bucket
 
-    def points(self, t: float, step: float, users: int | None) -> Iterable[tuple[str, Point]]:
+    def points(
+        self, t: float, step: float, users: int | None, span: float | None = None
+    ) -> Iterable[tuple[str, Point]]:
         for name, part in self.series.items():
-            yield name, _point(part, t, step, users)
-        yield TOTAL_NAME, _point(self.total, t, step, users)
+            yield name, _point(part, t, step, users, span=span)
+        yield TOTAL_NAME, _point(self.total, t, step, users, span=span)
 
 
-def _point(part: Slice, t: float, step: float, users: int | None, complete: bool = True) -> Point:
+def _point(
+    part: Slice, t: float, step: float, users: int | None, complete: bool = True, span: float | None = None
+) -> Point:
     if not complete:
         return Point(t, step, part.requests, part.ok, part.completion_tokens, dict(part.errors), complete=False)
     ttft, tpot = part.ttft.percentile, part.tpot.percentile
     counts = (part.requests, part.ok, part.completion_tokens, dict(part.errors))
-    return Point(t, step, *counts, ttft_p50=ttft(50), ttft_p95=ttft(95), tpot_p50=tpot(50), users=users)
+    percentiles = {"ttft_p50": ttft(50), "ttft_p95": ttft(95), "tpot_p50": tpot(50)}
+    return Point(t, step, *counts, users=users, span=span, **percentiles)
 
 
 class Timeline:
@@ -152,6 +171,7 @@ class Timeline:
         self.reset()
 
     def reset(self) -> None:
+        self.started = self.clock()  # the run's start: its first bucket's rates are over the part after it
         self.step = self.base_step
         self.points: dict[str, list[Point]] = {}
         self.open: dict[float, Bucket] = {}
@@ -192,7 +212,7 @@ class Timeline:
             else:
                 found.merge(bucket)
             return
-        for name, point in bucket.points(key, self.step, None):
+        for name, point in bucket.points(key, self.step, None, self._span(key, self.step)):
             self._put(name, point)
 
     def _look(self, now: float) -> None:
@@ -225,15 +245,19 @@ class Timeline:
         users = self.users_at[max(seen)] if seen else self.users()
         for k in seen:
             del self.users_at[k]
-        for name, point in bucket.points(t, self.step, users):
+        for name, point in bucket.points(t, self.step, users, self._span(t, self.step)):
             self._put(name, point)
+
+    def _span(self, t: float, step: float) -> float | None:
+        """The seconds of [t, t + step) after the run's start, when it started within that bucket."""
+        return t + step - self.started if t < self.started < t + step else None
 
     def _put(self, name: str, point: Point) -> None:
         """A point into its series in time order, added to the one of the same time if there is one."""
         pts = self.points.setdefault(name, [])
         i = len(pts) if not pts or pts[-1].t < point.t else bisect.bisect_left(pts, point.t, key=lambda p: p.t)
         if i < len(pts) and pts[i].t == point.t:
-            pts[i] = merge_points(pts[i], point, point.t, point.step)
+            pts[i] = merge_points(pts[i], point, point.t, point.step, same=True)
         else:
             pts.insert(i, point)
 
@@ -270,7 +294,7 @@ class Timeline:
 
     def _open_points(self, t: float, bucket: Bucket, now: float) -> Iterable[tuple[str, Point]]:
         if self.workers is None:
-            return bucket.points(t, max(now - t, 1e-3), self.users())
+            return bucket.points(t, max(now - max(t, self.started), 1e-3), self.users())
         parts = [*bucket.series.items(), (TOTAL_NAME, bucket.total)]
         return [(name, _point(part, t, self.step, None, complete=False)) for name, part in parts]
 
@@ -284,7 +308,7 @@ def _columns(points: list[Point], young: float = 0.0) -> dict[str, Any]:
         "requests": [p.requests for p in points],
         "ok": [p.ok for p in points],
         "completion_tokens": [p.completion_tokens for p in points],
-        "tokens_per_s": [round(p.completion_tokens / p.step, 3) if _rated(p, young) else None for p in points],
+        "tokens_per_s": [round(p.completion_tokens / p.seconds, 3) if _rated(p, young) else None for p in points],
         "ttft_p50": [_r(p.ttft_p50) for p in points],
         "ttft_p95": [_r(p.ttft_p95) for p in points],
         "tpot_p50": [_r(p.tpot_p50) for p in points],
@@ -295,7 +319,7 @@ def _columns(points: list[Point], young: float = 0.0) -> dict[str, Any]:
 
 
 def _rated(p: Point, young: float) -> bool:
-    return p.complete and p.step >= young
+    return p.complete and p.seconds >= young
 
 
 def _r(v: float | None) -> float | None:

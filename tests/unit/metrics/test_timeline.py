@@ -39,7 +39,8 @@ def test_records_fall_into_two_second_buckets_and_the_open_one_is_live() -> None
     assert total["requests"] == [2, 1] and total["ok"] == [1, 1]
     assert total["errors"] == {"rate_limited": [1, 0]}
     assert total["ttft_p50"][1] == pytest.approx(200.0, rel=1e-3)
-    assert total["tokens_per_s"] == [pytest.approx(40 / 2), pytest.approx(20 / 1.1, rel=1e-3)], "live: over its age"
+    # the run started at 1000.5: its first bucket's rate is over the 1.5 s it covered; the live one is over its age
+    assert total["tokens_per_s"] == [pytest.approx(40 / 1.5, rel=1e-3), pytest.approx(20 / 1.1, rel=1e-3)]
     assert total["users"] == [7, 7]
     assert set(feed["series"]) == {"Aggregated", "chat @ mock"}
 
@@ -55,11 +56,29 @@ def test_a_just_opened_bucket_shows_no_rate_until_half_a_step_old() -> None:
     tl.add_record(rec())
     clock.t = 1002.1
     total = tl.feed()["series"]["Aggregated"]
-    assert total["tokens_per_s"] == [pytest.approx(40 / 2), None] and total["requests"] == [2, 0]
+    assert total["tokens_per_s"] == [pytest.approx(40 / 1.8, rel=1e-3), None] and total["requests"] == [2, 0]
     clock.t = 1002.9
     tl.add_record(rec())
     clock.t = 1003.0
-    assert tl.feed()["series"]["Aggregated"]["tokens_per_s"] == [pytest.approx(40 / 2), pytest.approx(20 / 1.0)]
+    rates = tl.feed()["series"]["Aggregated"]["tokens_per_s"]
+    assert rates == [pytest.approx(40 / 1.8, rel=1e-3), pytest.approx(20 / 1.0)]
+
+
+def test_a_steady_rate_reads_the_same_in_the_run_s_first_bucket_and_after_coarsening() -> None:
+    """A run that starts 1.5 s into a bucket and ends 20 tokens every 0.1 s (200 tokens/s): its first point read
+    50 tokens/s when divided by the whole 2 s step; it reads 200, also once coarsening has merged its points."""
+    clock = Clock(1000.5)
+    tl = Timeline(clock=clock, max_points=4)
+    first = None
+    for i in range(200):
+        clock.t = 1000.55 + i * 0.1
+        tl.add_record(rec())
+        if i == 20:
+            first = tl.feed()["series"]["Aggregated"]["tokens_per_s"][0]
+    clock.t = 1020.5 + 1e-9
+    rates = tl.feed()["series"]["Aggregated"]["tokens_per_s"]
+    assert first == pytest.approx(200.0, rel=1e-3)
+    assert tl.step > 2.0 and all(r == pytest.approx(200.0, rel=0.02) for r in rates[:-1]), rates
 
 
 def test_the_points_add_up_to_the_statistics() -> None:
