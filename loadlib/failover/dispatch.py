@@ -52,6 +52,17 @@ class Attempt:
 AttemptFn = Callable[[str, int, bool, "Handle | None"], Attempt]
 
 
+def _learned(done: Attempt | None) -> tuple[float | None, bool, float | None]:
+    """What the router learns of an ended attempt: (TTFT s, answered, how long a cancelled one waited for output)."""
+    if done is None:
+        return None, False, None
+    ttft = None if done.ttft_ms is None else done.ttft_ms / 1000.0
+    waited = None
+    if done.status is ErrorClass.CANCELLED and ttft is None and done.e2e_ms is not None:
+        waited = done.e2e_ms / 1000.0
+    return ttft, done.status is ErrorClass.OK, waited
+
+
 @dataclass(slots=True)
 class Delivery:
     """The user-visible request: from the first attempt's start to the answer the user got (or the last failure)."""
@@ -166,8 +177,7 @@ class Dispatcher:
                 done = attempt(name, number, hedge, handle)
                 return done
             finally:
-                ok = done is not None and done.status is ErrorClass.OK
-                router.ended(name, None if done is None or done.ttft_ms is None else done.ttft_ms / 1000.0, ok)
+                router.ended(name, *_learned(done))
 
         return tracked
 

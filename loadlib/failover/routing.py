@@ -88,9 +88,15 @@ class Router:
         """An attempt to `name` was sent (adaptive policies only)."""
         self.in_flight[name] += 1
 
-    def ended(self, name: str, ttft_s: float | None, ok: bool) -> None:
-        """An attempt to `name` ended; an answer's TTFT feeds the averages (a failure's time says nothing of it)."""
+    def ended(self, name: str, ttft_s: float | None, ok: bool, waited_s: float | None = None) -> None:
+        """An attempt to `name` ended; an answer's TTFT feeds the averages (a failure's time says nothing of it).
+
+        `waited_s`: a hedge's loser, cancelled before its first output, waited that long for it, so its TTFT is at
+        least that. When that is more than the endpoint's average it counts as a TTFT: else a slow endpoint whose
+        attempts a hedge always outruns would never show its slowness and keep its place."""
         self.in_flight[name] -= 1
+        if not ok and waited_s is not None and waited_s > (self.ewma[name] or 0.0):
+            ttft_s, ok = waited_s, True
         if not ok or ttft_s is None:
             return
         old = self.ewma[name]

@@ -203,6 +203,28 @@ def test_hedging_the_first_token_wins_and_the_loser_is_cancelled_but_counted(pri
     assert d.breakers["primary"].state is State.CLOSED
 
 
+def test_with_hedging_the_latency_policy_leaves_an_endpoint_whose_attempts_always_lose() -> None:
+    """The preferred endpoint got slow (first token after 1 s) and every hedge outruns it: its cancelled attempts
+    never answer, yet their waits show the policy it is slower than the other, which it then prefers."""
+    d = Dispatcher(pool("primary", "secondary", policy="latency", hedge_after_ms=100.0, retry=RetryConfig(budget=1.0)))
+    d.router.ewma.update(primary=0.01, secondary=0.015)  # both measured fast before the slowdown
+
+    def attempt(name: str, number: int, hedge: bool, handle: Handle | None) -> Attempt:
+        assert handle is not None
+        t0 = time.perf_counter()
+        if handle.cancelled.wait(1.0 if name == "primary" else 0.02):
+            return Attempt(name, number, ErrorClass.CANCELLED, t0, None, (time.perf_counter() - t0) * 1000, hedge=hedge)
+        ttft = (time.perf_counter() - t0) * 1000
+        handle.first_output()
+        return Attempt(name, number, OK, t0, ttft, ttft + 1.0, hedge=hedge)
+
+    d.router.rng = random.Random(3)  # no exploring draw in the first requests
+    delivery = d.send(attempt)
+    assert delivery.hedged_won and delivery.endpoint == "secondary"
+    assert d.router.ewma["primary"] > d.router.ewma["secondary"]
+    assert d.router.order()[0] == "secondary"
+
+
 def test_with_hedging_a_fast_failure_is_retried_without_waiting_for_the_hedge_delay() -> None:
     d = Dispatcher(pool("primary", "secondary", hedge_after_ms=500.0, retry=RetryConfig(max_attempts=2, budget=1.0)))
 

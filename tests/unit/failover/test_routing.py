@@ -194,3 +194,17 @@ def test_cost_takes_the_cheapest_endpoint_within_the_ttft_bound() -> None:
     r.rng = random.Random(1)
     orders = [r.order() for _ in range(200)]
     assert sum(o == ["c", "a", "b"] for o in orders) > 170  # c within the bound and cheaper than a; b last
+
+
+def test_a_cancelled_loser_s_wait_is_a_lower_bound_of_its_ttft() -> None:
+    """A hedge outran it before its first output: its TTFT is at least its wait, which counts when it says more than
+    the average does (else a slow endpoint that always loses its races would never look slow)."""
+    r = adaptive("latency")
+    r.started("a")
+    r.ended("a", 0.1, True)
+    r.started("a")
+    r.ended("a", None, False, waited_s=0.4)
+    assert r.ewma["a"] == pytest.approx(0.25) and list(r.recent["a"]) == [0.1, 0.4]
+    r.started("a")
+    r.ended("a", None, False, waited_s=0.05)  # cancelled early: says nothing the average does not
+    assert r.ewma["a"] == pytest.approx(0.25) and r.in_flight["a"] == 0
