@@ -77,3 +77,41 @@ def test_log_handlers_move_to_the_live_streams_and_back(monkeypatch: pytest.Monk
     finally:
         for handler in (to_err, to_other, to_file):
             logger.removeHandler(handler)
+
+
+class Total:
+    """The merged statistics' total as the display reads it."""
+
+    def __init__(self, requests: int, tokens: int) -> None:
+        self.requests, self.completion_tokens_total, self.errors = requests, tokens, {}
+        self.ttft_ms = SimpleNamespace(percentiles=lambda qs: (200.0, 300.0))
+
+
+def running(total: Total, summary: dict[str, object]) -> SimpleNamespace:
+    """A run context in the middle of a run, as much of it as `Display.view` reads."""
+    runner = SimpleNamespace(state="running", worker_count=0)
+    return SimpleNamespace(
+        stats=SimpleNamespace(stats=SimpleNamespace(total=total)),
+        options=SimpleNamespace(locust=SimpleNamespace(run_time=50, num_users=2000)),
+        environment=SimpleNamespace(runner=runner, shape_class=None),
+        is_master=False,
+        started_at=None,
+        user_count=lambda: 2000,
+        summary=lambda: summary,
+        verdicts=SimpleNamespace(thresholds=[]),
+        redact=lambda text: text,
+    )
+
+
+def test_the_last_view_gives_the_runs_rates_not_the_burst_of_attempts_cut_off_at_the_stop() -> None:
+    """2,000 streams cut off by the stop end at once: over the last seconds they read 358 req/s where the run held
+    190. The last view takes the summary's rates over the measured window; the views before it, the last 10 s."""
+    total = Total(4933, 490_000)
+    summary = {"total": {"requests_per_s": 190.4, "output_tokens_per_s": 16545.6}, "client": {"saturated": False}}
+    display = progress.Display(running(total, summary), progress.LinesOut(), 10.0)
+    display.requests, display.tokens = [(0.0, 0)], [(0.0, 0)]
+    during = display.view()
+    total.requests, total.completion_tokens_total = 6800, 600_000
+    last = display.view(done=True)
+    assert during.requests_per_s is not None and during.requests_per_s != 190.4
+    assert (last.requests_per_s, last.output_tokens_per_s) == (190.4, 16545.6)
