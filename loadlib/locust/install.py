@@ -383,7 +383,7 @@ def _locust_rule(ctx: RunContext) -> dict[str, Any]:
         code = int(ctx.options.locust.exit_code_on_error)
     elif locust_log.unhandled_greenlet_exception:
         code = 2
-    return verdicts.no_verdict(int(runner.stats.total.num_failures), code)
+    return verdicts.no_verdict(int(runner.stats.total.num_failures), code, ctx.final_summary)
 
 
 def on_quit(ctx: RunContext) -> None:

@@ -186,13 +186,17 @@ def _interrupted(summary: Mapping[str, Any]) -> str:
     )
 
 
-def no_verdict(errors: int, exit_code: int) -> dict[str, Any]:
+def no_verdict(errors: int, exit_code: int, summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The verdict of a run without thresholds or drills: Locust's own rule (any failed request: exit code 1, or
-    --exit-code-on-error), status `errors` when it fails."""
+    --exit-code-on-error), status `errors` when it fails. A saturated client does not change the code (no number
+    was judged), but the verdict line says so: a pass beside untrustworthy latencies must not read as a clean run."""
+    untrusted = [f"{why} (without thresholds it does not set the exit code)" for why in _saturated(summary or {})]
     if exit_code == 0:
-        return {"status": "pass", "exit_code": 0, "reasons": ["no failed request (no thresholds: Locust's rule)"]}
+        reasons = ["no failed request (no thresholds: Locust's rule)", *untrusted]
+        return {"status": "pass", "exit_code": 0, "reasons": reasons}
     what = f"{errors} failed requests" if errors else "an unexpected error in Locust or a locustfile (see the log)"
-    return {"status": "errors", "exit_code": exit_code, "reasons": [f"{what} (no thresholds: Locust's rule)"]}
+    reasons = [f"{what} (no thresholds: Locust's rule)", *untrusted]
+    return {"status": "errors", "exit_code": exit_code, "reasons": reasons}
 
 
 def lost(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

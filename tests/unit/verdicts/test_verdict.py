@@ -122,6 +122,16 @@ def test_without_a_verdict_locusts_rule_is_stated_with_its_code() -> None:
     assert verdict_line(failed).startswith("Verdict: ERRORS (exit code 1): 7 failed requests")
 
 
+def test_without_thresholds_a_saturated_client_keeps_the_code_but_the_verdict_line_says_so() -> None:
+    busy = {"client_saturated": True, "client": {"reasons": ["worker CPU p90 96.9 % > 90 %"]}}
+    out = no_verdict(0, 0, busy)
+    assert out["exit_code"] == 0 and out["reasons"][0] == NO_THRESHOLDS_PASS
+    assert out["reasons"][1] == (
+        "client saturated: worker CPU p90 96.9 % > 90 % (without thresholds it does not set the exit code)"
+    )
+    assert no_verdict(0, 0, {"client_saturated": False})["reasons"] == [NO_THRESHOLDS_PASS]
+
+
 def test_a_run_where_no_attempt_completed_is_invalid_even_without_thresholds() -> None:
     cut = {"duration_s": 3.0, "total": {"count": 4, "cut_off": 4, "errors": {}}}
     outcome = verdict([], cut)
