@@ -114,6 +114,28 @@ def step_line(s: dict[str, Any]) -> str:
     )
 
 
+def so_far(c: Mapping[str, Any]) -> str:
+    """`search under way: 8 held so far, 16 failed`: the answer while the search runs (its published answer says
+    "the run ended" until the search ends)."""
+    rate = c.get("mode") == RATE
+    held = c.get("max_rate_per_s") if rate else c.get("max_users")
+    failed = c.get("first_failed_rate_per_s") if rate else c.get("first_failed_users")
+    unit = " req/s" if rate else ""
+    text = f"search under way: {_load(held)}{unit} held so far"
+    return text + (f", {_load(failed)}{unit} failed" if failed is not None else "")
+
+
+def _load(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def brief(c: Mapping[str, Any], running: bool) -> str:
+    """The search in a few words for the progress display: where it stands, or its answer once the run is over."""
+    if running:
+        return f"capacity {so_far(c)}"
+    return f"capacity {capacity_answer(c)}" + (" (a lower bound)" if c.get("lower_bound") else "")
+
+
 def answer_line(c: dict[str, Any]) -> str:
     """`max_users 24 (within 5 %); first failing 26 users: ttft p95 < 500ms: ...`, or a lower bound and why; then
     what the hold at the answer found, when there was one."""

@@ -26,11 +26,13 @@ from dataclasses import replace
 from importlib import import_module
 from typing import Any
 
+from loadlib.capacity import answer
 from loadlib.outputs import progress as view_of
 
 log = logging.getLogger("loadlib")
 BAR_EVERY_S = 1.0
 JUDGE_EVERY_S = 2.0
+Judged = tuple[view_of.Thresholds | None, view_of.Client, str | None]  # thresholds, client, a capacity search's state
 _DISPLAYS: weakref.WeakKeyDictionary[Any, Display] = weakref.WeakKeyDictionary()
 
 
@@ -142,7 +144,7 @@ class Display:
         self.ctx, self.out, self.every_s = ctx, out, every_s
         self.requests: list[tuple[float, int]] = []
         self.tokens: list[tuple[float, int]] = []
-        self.judged: tuple[view_of.Thresholds | None, view_of.Client] = (None, view_of.Client())
+        self.judged: Judged = (None, view_of.Client(), None)
         self.judged_at = -float("inf")
         self.users = 0  # as last shown while the test ran: the last view keeps it (the users have stopped by then)
         self.greenlet: gevent.Greenlet | None = None
@@ -189,7 +191,7 @@ class Display:
         self.tokens = view_of.trimmed([*self.tokens, (now, total.completion_tokens_total)])
         summary = ctx.summary() if done else None
         if done or now - self.judged_at >= self.out.judge_every_s:
-            self.judged, self.judged_at = judge(ctx, summary), now
+            self.judged, self.judged_at = judge(ctx, summary, done), now
         rates = view_of.rate(self.requests), view_of.rate(self.tokens)
         if summary is not None:  # the last view: the run's own rates, as the summary gives them
             rates = _run_rates(summary, rates)
@@ -207,6 +209,7 @@ class Display:
             ttft_p95_ms=p95,
             errors=dict(total.errors),
             thresholds=self.judged[0],
+            capacity=self.judged[2],
             client=self.judged[1],
             done=done,
         )
@@ -220,15 +223,19 @@ def _run_rates(summary: dict[str, Any], last: tuple[float | None, float | None])
     return (got[0] if got[0] is not None else last[0], got[1] if got[1] is not None else last[1])
 
 
-def judge(ctx: Any, summary: dict[str, Any] | None = None) -> tuple[view_of.Thresholds | None, view_of.Client]:
-    """The thresholds and the client verdict as they stand: the part that needs the whole summary."""
+def judge(ctx: Any, summary: dict[str, Any] | None = None, done: bool = False) -> Judged:
+    """The thresholds, the client verdict and a capacity search's state as they stand: the part that needs the whole
+    summary. A capacity search judges the thresholds per step, and overloads on purpose: the whole run's tally would
+    show them failing while the search goes well, so its state takes their place."""
     summary = ctx.summary() if summary is None else summary
+    capacity = summary.get("capacity")
+    search = answer.brief(capacity, running=not done) if capacity else None
     results, expected = summary.get("thresholds") or [], len(ctx.verdicts.thresholds)
     if not results and not expected:
-        return None, view_of.client_of(summary)
+        return None, view_of.client_of(summary), search
     tally = view_of.tally(results, expected)
     failing = tuple(ctx.redact(expression) for expression in tally.failing)  # masked like the summary's lines
-    return replace(tally, failing=failing), view_of.client_of(summary)
+    return replace(tally, failing=failing), view_of.client_of(summary), search
 
 
 def _target_users(ctx: Any) -> int | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import Response, abort, request, send_from_directory
 
-from loadlib.capacity.answer import answer_line
+from loadlib.capacity.answer import answer_line, so_far
 from loadlib.reports.run_scenarios import scenario_sections, tabled_lines
 
 STATIC = Path(__file__).parent / "static"
@@ -63,12 +63,7 @@ def capacity_feed(capacity: dict[str, Any] | None, running: bool) -> dict[str, A
     test runs, the search's answer so far (its published answer says "the run ended" until the search ends)."""
     if not capacity:
         return None
-    if not running:
-        return {**capacity, "answer": answer_line(capacity)}
-    held = capacity.get("max_users", capacity.get("max_rate_per_s"))
-    failed = capacity.get("first_failed_users", capacity.get("first_failed_rate_per_s"))
-    so_far = f"search under way: {held} held so far" + (f", {failed} failed" if failed is not None else "")
-    return {**capacity, "answer": so_far}
+    return {**capacity, "answer": so_far(capacity) if running else answer_line(capacity)}
 
 
 def _running(environment: Any) -> bool:

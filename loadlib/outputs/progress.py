@@ -61,6 +61,7 @@ class View:
     ttft_p95_ms: float | None = None
     errors: Mapping[str, int] = field(default_factory=dict)
     thresholds: Thresholds | None = None  # None: the run has no thresholds
+    capacity: str | None = None  # a capacity search's state, in place of the thresholds it judges per step
     client: Client = field(default_factory=Client)
     done: bool = False
 
@@ -227,7 +228,7 @@ def facts(view: View, brief: bool = False) -> dict[str, str]:
         "tokens": tokens_text(view),
         "ttft": ttft_text(view),
         "errors": errors_text(view.errors, view.requests),
-        "thresholds": thresholds_text(view.thresholds, view.done),
+        "thresholds": view.capacity or thresholds_text(view.thresholds, view.done),
         "client": client_text(view.client, brief),
     }
 

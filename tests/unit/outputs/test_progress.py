@@ -145,6 +145,23 @@ def test_the_line_is_one_compact_record() -> None:
     assert end.startswith("loadlib progress (end) 0:04 | users 0 on 2 workers | 0 req, -/s | - out tok/s")
 
 
+def test_a_capacity_search_shows_where_it_stands_in_place_of_the_whole_run_thresholds() -> None:
+    """A search overloads on purpose and judges its thresholds per step: the whole run's tally would read FAIL while
+    it goes well."""
+    from dataclasses import replace
+
+    from loadlib.capacity.answer import brief
+
+    c = {"max_users": 8, "first_failed_users": 16, "lower_bound": False}
+    during = replace(BUSY, capacity=brief(c, running=True))
+    assert "| capacity search under way: 8 held so far, 16 failed |" in p.line(during)
+    assert "thresholds" not in p.line(during)
+    assert brief({**c, "lower_bound": True}, running=False) == "capacity max_users 8 (a lower bound)"
+    assert brief({"mode": "rate", "max_rate_per_s": 31.5}, running=False) == "capacity max_rate_per_s 31.5"
+    rate = {"mode": "rate", "max_users": None, "max_rate_per_s": 12.0, "first_failed_rate_per_s": 24.0}
+    assert brief(rate, running=True) == "capacity search under way: 12 req/s held so far, 24 req/s failed"
+
+
 def test_the_time_without_a_run_length() -> None:
     assert p.fraction(p.View(5.0)) is None
     assert p.time_text(p.View(65.0)) == "1:05"
