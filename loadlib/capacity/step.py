@@ -53,6 +53,7 @@ class Limits:
     cpu_percent: float = 90.0
     precision: float = 0.05
     request_slo: str = ""  # --llm-request-slo as written: the step's rows then count goodput
+    confidence: float | None = None  # --llm-threshold-ci: a step holds only when the interval shows it
 
 
 def step_summary(window: StepWindow, duration_s: float, request_slo: str = "") -> Summary:
@@ -62,15 +63,21 @@ def step_summary(window: StepWindow, duration_s: float, request_slo: str = "") -
 
 def judge(window: StepWindow, duration_s: float, limits: Limits) -> list[ThresholdResult]:
     """Every threshold over the window; one with too few samples is judged on its value as it stands (its reason
-    says so): the step has to decide."""
+    says so): the step has to decide. With --llm-threshold-ci (`limits.confidence`) a percentile is judged by its
+    interval, as the run's verdict judges it, and one whose interval still holds the limit when the window ends has
+    not shown that the load holds: the step fails (the answer is the largest load shown to hold)."""
     summary = step_summary(window, duration_s, limits.request_slo)
-    results = evaluate(applicable(limits.thresholds, summary), summary, histograms=stats_histograms(window.stats))
+    histograms = stats_histograms(window.stats)
+    chosen = applicable(limits.thresholds, summary)
+    results = evaluate(chosen, summary, histograms=histograms, confidence=limits.confidence)
     return [_decided(r) for r in results]
 
 
 def _decided(r: ThresholdResult) -> ThresholdResult:
     if r["passed"] is not None or r["value"] is None:
         return r
+    if r.get("interval") is not None:  # judged by the interval, which holds the limit
+        return {**r, "passed": False, "reason": f"{r['reason']} (not shown to hold when the window ended)"}
     return {**r, "passed": holds(r["value"], r["op"], r["limit"]), "reason": f"{r['reason']} (judged as it stands)"}
 
 
@@ -102,10 +109,11 @@ def settled(window: StepWindow, limits: Limits) -> bool:
     within the precision (its 95 % confidence interval's half-width) or lies wholly on one side of its limit."""
     if not limits.thresholds:
         return False
-    return all(_settled_one(window, t, limits.precision) for t in limits.thresholds)
+    strict = limits.confidence is not None
+    return all(_settled_one(window, t, limits.precision, strict) for t in limits.thresholds)
 
 
-def _settled_one(window: StepWindow, t: Threshold, precision: float) -> bool:
+def _settled_one(window: StepWindow, t: Threshold, precision: float, strict: bool) -> bool:
     total = window.stats.total
     hist = getattr(total, f"{t.metric}_ms", None)
     count = hist.count if isinstance(hist, Histogram) else total.requests
@@ -114,15 +122,16 @@ def _settled_one(window: StepWindow, t: Threshold, precision: float) -> bool:
     aggregate = t.aggregate or ""
     if not isinstance(hist, Histogram) or not aggregate.startswith("p"):
         return True
-    return interval_settled(hist, float(aggregate.removeprefix("p")), t.limit, precision)
+    return interval_settled(hist, float(aggregate.removeprefix("p")), t.limit, precision, strict)
 
 
-def interval_settled(hist: Histogram, pct: float, limit: float, precision: float) -> bool:
+def interval_settled(hist: Histogram, pct: float, limit: float, precision: float, strict: bool = False) -> bool:
     """The percentile's distribution-free 95 % interval (the order statistics at q ± 1.96 √(q(1−q)/n)) is within
-    `precision` of its value, or does not contain the limit."""
+    `precision` of its value, or does not contain the limit; `strict` (--llm-threshold-ci), only the latter: a
+    narrow interval that holds the limit decides nothing by that rule, so the window goes on."""
     q = pct / 100.0
     half = Z95 * math.sqrt(q * (1.0 - q) / hist.count)
     lo, mid, hi = hist.percentiles((max(0.0, q - half) * 100, pct, min(1.0, q + half) * 100))
     if lo is None or mid is None or hi is None:
         return False
-    return (hi - lo) / 2 <= precision * mid or hi < limit or lo > limit
+    return (not strict and (hi - lo) / 2 <= precision * mid) or hi < limit or lo > limit

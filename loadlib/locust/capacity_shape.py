@@ -128,7 +128,8 @@ class CapacityShape(LoadTestShape):
         health = ctx.health.thresholds
         precision = float(self._options().llm_capacity_precision)
         slo = ctx.stats.slo.text if ctx.stats.slo is not None else ""
-        return Limits(tuple(ctx.verdicts.thresholds), health.loop_lag_p99_ms, health.cpu_percent, precision, slo)
+        thresholds = tuple(ctx.verdicts.thresholds)
+        return Limits(thresholds, health.loop_lag_p99_ms, health.cpu_percent, precision, slo, ctx.verdicts.confidence)
 
     def _window_done(self, elapsed: float) -> bool:
         if self.confirming:  # the hold runs its whole time: it is the answer's longer look

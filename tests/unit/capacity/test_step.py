@@ -61,6 +61,20 @@ def test_an_interval_across_the_limit_and_wider_than_the_precision_is_not_settle
     assert interval_settled(h, 95, 190.0, 0.5)
 
 
+def test_with_threshold_ci_a_step_holds_only_when_its_interval_shows_it() -> None:
+    """p95 of 1..200 ms is 190 ms, its interval about 180-197 ms. Against `ttft p95 < 195ms` the point value holds,
+    but the interval holds the limit: judged as the run's verdict judges it (--llm-threshold-ci), the step has not
+    shown the load holds, so it fails and says why; nor does the window end early on a narrow interval."""
+    near = parse_option("ttft p95 < 195ms")
+    spread = window([float(v) for v in range(1, 201)])
+    assert judge(spread, 10.0, Limits(near))[0]["passed"] is True
+    strict = judge(spread, 10.0, Limits(near, confidence=0.95))[0]
+    assert strict["passed"] is False and "not shown to hold when the window ended" in strict["reason"]
+    assert judge(spread, 10.0, Limits(parse_option("ttft p95 < 300ms"), confidence=0.95))[0]["passed"] is True
+    assert settled(spread, Limits(near, precision=0.5))
+    assert not settled(spread, Limits(near, precision=0.5, confidence=0.95))
+
+
 def test_the_client_is_saturated_when_half_its_seconds_are_over_a_limit() -> None:
     w = StepWindow()
     w.lag.record_many([2.0, 80.0, 85.0, 90.0])
