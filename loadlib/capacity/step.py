@@ -70,13 +70,18 @@ def judge(window: StepWindow, duration_s: float, limits: Limits) -> list[Thresho
     histograms = stats_histograms(window.stats)
     chosen = applicable(limits.thresholds, summary)
     results = evaluate(chosen, summary, histograms=histograms, confidence=limits.confidence)
-    return [_decided(r) for r in results]
+    return [_decided(r, _sampled(t, r)) for t, r in zip(chosen, results, strict=True)]
 
 
-def _decided(r: ThresholdResult) -> ThresholdResult:
+def _sampled(t: Threshold, r: ThresholdResult) -> bool:
+    """The result had the samples its aggregate needs (so an undecided one was undecided by its interval)."""
+    return (r.get("samples") or 0) >= required_samples(t, 20)
+
+
+def _decided(r: ThresholdResult, sampled: bool = True) -> ThresholdResult:
     if r["passed"] is not None or r["value"] is None:
         return r
-    if r.get("interval") is not None:  # judged by the interval, which holds the limit
+    if sampled and r.get("interval") is not None:  # judged by the interval, which holds the limit
         return {**r, "passed": False, "reason": f"{r['reason']} (not shown to hold when the window ended)"}
     return {**r, "passed": holds(r["value"], r["op"], r["limit"]), "reason": f"{r['reason']} (judged as it stands)"}
 

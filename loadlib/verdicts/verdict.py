@@ -102,10 +102,18 @@ def _failed(results: Sequence[Mapping[str, Any]], drills: list[dict[str, Any]], 
 
 
 def _capacity_failed(capacity: Mapping[str, Any] | None) -> list[str]:
-    """A capacity search's CI gate (--llm-capacity-min) that the answer did not reach."""
-    if not capacity or capacity.get("gate_passed") is not False:
+    """A capacity search's CI gate (--llm-capacity-min) that the answer did not reach, or a search in which no load
+    held at all (its smallest step failed the thresholds: the endpoint carries none of this traffic within them)."""
+    if not capacity:
         return []
-    return [_capacity_gate(capacity)]
+    if capacity.get("gate_passed") is False:
+        return [_capacity_gate(capacity)]
+    steps = capacity.get("steps") or []
+    if steps and not any(s.get("passed") for s in steps):
+        why = "; ".join(capacity.get("first_failed_by") or []) or "its thresholds"
+        first = capacity_first_failed(capacity)
+        return [f"capacity {capacity_answer(capacity)}: no load tried held (first failing {first}: {why})"]
+    return []
 
 
 def _capacity_unmeasured(capacity: Mapping[str, Any] | None) -> list[str]:

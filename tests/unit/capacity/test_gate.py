@@ -49,3 +49,16 @@ def test_a_search_saturated_at_its_first_step_points_at_workers_not_at_the_run_t
     v = verdict([], s)
     assert v is not None and v["exit_code"] == 3 and "add workers or start lower" in v["reasons"][0]
     assert "-t" not in v["reasons"][0]
+
+
+def test_a_search_in_which_no_load_held_fails() -> None:
+    s = summary(0, None)
+    failing = {"step": 1, "users": 1, "passed": False}
+    s["capacity"] |= {"steps": [failing], "first_failed_users": 1, "first_failed_by": ["ttft p95 < 500ms: 900 ms"]}
+    v = verdict([], s)
+    assert v is not None and (v["status"], v["exit_code"]) == ("fail", 99)
+    why = "capacity max_users 0: no load tried held (first failing 1 users: ttft p95 < 500ms: 900 ms)"
+    assert v["reasons"] == [why]
+    s["capacity"]["lower_bound"] = True  # cut short after it: still no load shown to hold
+    cut = verdict([], s)
+    assert cut is not None and cut["exit_code"] == 99
