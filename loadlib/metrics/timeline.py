@@ -150,8 +150,7 @@ def _point(
         return Point(t, step, part.requests, part.ok, part.completion_tokens, dict(part.errors), complete=False)
     ttft, tpot = part.ttft.percentile, part.tpot.percentile
     counts = (part.requests, part.ok, part.completion_tokens, dict(part.errors))
-    percentiles = {"ttft_p50": ttft(50), "ttft_p95": ttft(95), "tpot_p50": tpot(50)}
-    return Point(t, step, *counts, users=users, span=span, **percentiles)
+    return Point(t, step, *counts, ttft_p50=ttft(50), ttft_p95=ttft(95), tpot_p50=tpot(50), users=users, span=span)
 
 
 class Timeline:
