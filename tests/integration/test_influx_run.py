@@ -108,6 +108,7 @@ def test_every_request_is_in_influx_and_every_panel_has_data(influx, tmp_path):
         assert series and all(s["values"] for s in series), f"{title}: no data after a real run\n{query}"
 
 
+@pytest.mark.alone  # it times TTFT p99 within 30 ms: beside another test's processes, CPU contention shows there
 def test_influx_outage_mid_run_loses_nothing_and_does_not_touch_timing(influx, tmp_path):
     def outage():
         time.sleep(3)
