@@ -9,7 +9,7 @@ from typing import Any
 
 from loadlib.capacity.search import RATE, Search
 from loadlib.capacity.step import StepWindow, step_summary
-from loadlib.verdicts.verdict import capacity_answer, capacity_first_failed, capacity_load
+from loadlib.verdicts.verdict import capacity_answer, capacity_first_failed, capacity_load, capacity_text
 
 
 def step_row(
@@ -131,9 +131,7 @@ def _load(value: Any) -> str:
 
 def brief(c: Mapping[str, Any], running: bool) -> str:
     """The search in a few words for the progress display: where it stands, or its answer once the run is over."""
-    if running:
-        return f"capacity {so_far(c)}"
-    return f"capacity {capacity_answer(c)}" + (" (a lower bound)" if c.get("lower_bound") else "")
+    return f"capacity {so_far(c)}" if running else capacity_text(c)
 
 
 def answer_line(c: dict[str, Any]) -> str:

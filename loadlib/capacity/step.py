@@ -21,6 +21,7 @@ from loadlib.verdicts.slo import applicable
 from loadlib.verdicts.thresholds import Threshold
 
 Z95 = 1.96  # the two-sided 95 % confidence of a percentile's interval
+MIN_SAMPLES = 20  # the sample rule's base, as `evaluate` applies it to the step's thresholds
 SATURATED_SHARE = 50.0  # a step's client is saturated when half its seconds are over a limit: one stall is not it
 
 
@@ -69,13 +70,13 @@ def judge(window: StepWindow, duration_s: float, limits: Limits) -> list[Thresho
     summary = step_summary(window, duration_s, limits.request_slo)
     histograms = stats_histograms(window.stats)
     chosen = applicable(limits.thresholds, summary)
-    results = evaluate(chosen, summary, histograms=histograms, confidence=limits.confidence)
+    results = evaluate(chosen, summary, MIN_SAMPLES, histograms, confidence=limits.confidence)
     return [_decided(r, _sampled(t, r)) for t, r in zip(chosen, results, strict=True)]
 
 
 def _sampled(t: Threshold, r: ThresholdResult) -> bool:
     """The result had the samples its aggregate needs (so an undecided one was undecided by its interval)."""
-    return (r.get("samples") or 0) >= required_samples(t, 20)
+    return (r.get("samples") or 0) >= required_samples(t, MIN_SAMPLES)
 
 
 def _decided(r: ThresholdResult, sampled: bool = True) -> ThresholdResult:
@@ -122,7 +123,7 @@ def _settled_one(window: StepWindow, t: Threshold, precision: float, strict: boo
     total = window.stats.total
     hist = getattr(total, f"{t.metric}_ms", None)
     count = hist.count if isinstance(hist, Histogram) else total.requests
-    if count < required_samples(t, 20):
+    if count < required_samples(t, MIN_SAMPLES):
         return False
     aggregate = t.aggregate or ""
     if not isinstance(hist, Histogram) or not aggregate.startswith("p"):

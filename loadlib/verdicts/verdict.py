@@ -135,14 +135,17 @@ def _capacity_held(capacity: Mapping[str, Any] | None) -> list[str]:
         return []
     if capacity.get("minimum") is not None:
         return [_capacity_gate(capacity)]
-    bound = " (a lower bound)" if capacity.get("lower_bound") else ""
-    return [f"capacity {capacity_answer(capacity)}{bound}"]
+    return [capacity_text(capacity)]
 
 
 def _capacity_gate(c: Mapping[str, Any]) -> str:
-    bound = " (a lower bound)" if c.get("lower_bound") else ""
     rel = ">=" if c.get("gate_passed") else "<"
-    return f"capacity {capacity_answer(c)}{bound} {rel} --llm-capacity-min {c.get('minimum'):g}"
+    return f"{capacity_text(c)} {rel} --llm-capacity-min {c.get('minimum'):g}"
+
+
+def capacity_text(c: Mapping[str, Any]) -> str:
+    """`capacity max_users 24`, with ` (a lower bound)` when the search ended early."""
+    return f"capacity {capacity_answer(c)}" + (" (a lower bound)" if c.get("lower_bound") else "")
 
 
 def capacity_answer(c: Mapping[str, Any]) -> str:
