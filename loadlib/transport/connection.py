@@ -21,6 +21,7 @@ from gevent.monkey import get_original
 
 import logging
 import socket
+from select import POLLIN
 from time import perf_counter, time
 from typing import Any
 
@@ -33,7 +34,7 @@ from loadlib.logs import RateLimitedLog
 from loadlib.transport.deadline import WATCHDOG
 from loadlib.transport.stamps import ANCILLARY_SIZE, SO_TIMESTAMPNS, STAMPER, kernel_stamp
 
-_select = get_original("select", "select")
+_poll = get_original("select", "poll")
 BUSY_S = 0.005  # longest stretch of reading without a wait before the reader yields to the hub
 YIELD_S = 1e-6  # gevent.sleep(0) only runs other greenlets; the loop polls after 50 of those, which a flood delays
 READ_SIZE = 65536
@@ -44,14 +45,16 @@ _LOG = logging.getLogger("loadlib.transport.connection")
 
 def _idle_socket_alive(sock: Any) -> bool:
     """An idle keep-alive socket must not be readable (readable = FIN or stray bytes). Unlike the pool's own check,
-    this zero-timeout select does not yield to the gevent hub, so a send is never queued behind other greenlets
-    after t0 has been stamped."""
+    this zero-timeout poll does not yield to the gevent hub, so a send is never queued behind other greenlets after
+    t0 has been stamped; and it is poll, not select, because select fails on descriptors above 1023 (FD_SETSIZE),
+    which made every socket of a worker past about 1,000 streams look dead and reconnect per request."""
     try:
         fd = sock.fileno()
         if fd < 0:
             return False
-        readable, _, _ = _select([fd], [], [], 0.0)
-        return not readable
+        poller = _poll()
+        poller.register(fd, POLLIN)
+        return not poller.poll(0)
     except (OSError, ValueError):
         return False
 
