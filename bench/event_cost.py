@@ -13,6 +13,7 @@ mock), the median of interleaved repeats. Each layer adds one stage to the one b
     locust    a headless Locust run of bench/locustfile_bench.py (records, statistics, Locust)
     aiohttp   the reference client (bench/reference_client.py): the yardstick of the targets
     reactor   one greenlet reading every socket through one epoll (no per-socket wait): a floor below `bare`
+    reactor+  the reactor with the `adapter` layer's work per read (stamp, HTTP, SSE, adapter): a reactor read model
 
     python bench/event_cost.py                       # 128 streams, TTFT 200 ms, 10 ms/token, every layer (~8 min)
     python bench/event_cost.py --itl-ms 0 --streams 32 --layers stream,aiohttp
@@ -35,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 MOCK_CORE, CLIENT_CORE = 1, 0
 STAGES = ("bare", "stamped", "framing", "sse", "adapter")
-LAYERS = (*STAGES, "stream", "locust", "aiohttp", "reactor")
+LAYERS = (*STAGES, "stream", "locust", "aiohttp", "reactor", "reactor+")
 LAST_CHUNK = b"0\r\n\r\n"
 
 
@@ -123,8 +124,9 @@ def _read_bare(sock: Any) -> None:
         tail = (tail + data)[-8:]
 
 
-def child_reactor(url: str, streams: int, seconds: float) -> None:
-    """One greenlet reads every socket: a raw epoll, woken through one gevent watcher on its fd."""
+def child_reactor(url: str, streams: int, seconds: float, parse: bool) -> None:
+    """One greenlet reads every socket: a raw epoll, woken through one gevent watcher on its fd. With `parse`, each
+    read also gets the `adapter` layer's work (kernel stamp, HTTP framing, SSE, the OpenAI parser, output stamps)."""
     from gevent import get_hub, monkey
 
     monkey.patch_all()
@@ -136,10 +138,11 @@ def child_reactor(url: str, streams: int, seconds: float) -> None:
     host, port, request = request_bytes(url)
     epoll = get_original("select", "epoll")()
     socks: dict[int, Any] = {}
-    tails: dict[int, bytes] = {}
+    readers: dict[int, Any] = {}
     for _ in range(streams):
         raw = socket.create_connection((host, port))._sock
-        socks[raw.fileno()], tails[raw.fileno()] = raw, b""
+        raw.setsockopt(socket.SOL_SOCKET, 35, 1)  # SO_TIMESTAMPNS
+        socks[raw.fileno()], readers[raw.fileno()] = raw, _ReactorRead(parse)
         raw.sendall(request)
         epoll.register(raw.fileno(), select.EPOLLIN)
     hub, end = get_hub(), time.perf_counter() + seconds
@@ -148,13 +151,42 @@ def child_reactor(url: str, streams: int, seconds: float) -> None:
         hub.wait(watcher)
         for fd, _ in epoll.poll(0):
             try:
-                tail = (tails[fd] + socks[fd].recv(65536))[-8:]
+                data, ancillary, _, _ = socks[fd].recvmsg(65536, 64)
             except BlockingIOError:
                 continue
-            if tail.endswith(LAST_CHUNK):
-                tail = b""
+            if readers[fd].feed(data, ancillary):
+                readers[fd] = _ReactorRead(parse)
                 socks[fd].sendall(request)
-            tails[fd] = tail
+
+
+class _ReactorRead:
+    """One response read by the reactor: True from `feed` once it has ended."""
+
+    def __init__(self, parse: bool) -> None:
+        from array import array
+
+        from loadlib.providers.registry import get_adapter
+        from loadlib.transport.connection import Response
+        from loadlib.transport.sse import SSEDecoder
+
+        self.parse, self.tail = parse, b""
+        if parse:
+            self.resp, self.decoder = Response("POST"), SSEDecoder()
+            self.parser, self.stamps = get_adapter("openai").new_parser(), array("d")
+
+    def feed(self, data: bytes, ancillary: Any) -> bool:
+        if not self.parse:
+            self.tail = (self.tail + data)[-8:]
+            return self.tail.endswith(LAST_CHUNK)
+        from loadlib.transport.stamps import kernel_stamp
+
+        resp, stamp = self.resp, kernel_stamp(ancillary)
+        resp.feed(data)
+        if resp.buffered:
+            for at, event, payload in self.decoder.feed(resp.take_body(), stamp or 0.0):
+                if self.parser.feed(event, payload) & 1:
+                    self.stamps.append(at)
+        return resp.message_complete
 
 
 def child_stream(url: str, streams: int, seconds: float) -> None:
@@ -224,8 +256,8 @@ def _tree_cpu(ps: Any) -> tuple[float, float]:
 
 
 def run_child(args: argparse.Namespace) -> None:
-    if args.child == "reactor":
-        child_reactor(args.url, args.streams, args.seconds)
+    if args.child in ("reactor", "reactor+"):
+        child_reactor(args.url, args.streams, args.seconds, parse=args.child == "reactor+")
     elif args.child == "stream":
         child_stream(args.url, args.streams, args.seconds)
     else:
@@ -251,7 +283,7 @@ def main() -> None:
     ap.add_argument("--layers", default=",".join(LAYERS), help=f"comma-separated, of: {', '.join(LAYERS)}")
     ap.add_argument("--repeats", type=int, default=3, help="runs per layer, interleaved; the median is printed")
     ap.add_argument("--window-s", type=float, default=8.0)
-    ap.add_argument("--child", choices=[*STAGES, "stream", "reactor"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=[*STAGES, "stream", "reactor", "reactor+"], help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--seconds", type=float, default=600.0, help=argparse.SUPPRESS)
     args = ap.parse_args()
