@@ -1,10 +1,12 @@
 """Benchmark: how many paced streams one worker core holds (issue 30's target: 2,000 at TTFT 200 ms, ITL 100 ms).
 
-A real headless Locust run of bench/locustfile_bench.py pinned to one core, against the mock pinned to the other.
-It prints the errors, the client's own verdict (CPU p90, loop lag p99, saturated or not) and the TTFT error of every
-streamed request against the server's own send times: the client's TTFT minus the mock's `first_token_sent_ms`
-(both counted from the request: the client's from just before its send, the mock's from its read of the request),
-joined by the server's request id. On loopback that difference is what the load generator adds.
+A real headless Locust run of bench/locustfile_bench.py, with a probe of our send, pinned to one core, against the
+mock pinned to the other. It prints the errors, the client's own verdict (CPU p90, loop lag p99, saturated or not)
+and the TTFT error of every streamed request against the server's own send times: the client's TTFT minus the mock's
+`first_token_sent_ms` (the client's counted from just before its send, the mock's from its read of the request),
+joined by the server's request id and split on the shared wall clock at the server's read of the request. From the
+probe, the part before the read that is ours: t0 to the request's last byte handed to the kernel. The rest before the
+read is the server's own read lag.
 
     python bench/streams_per_core.py                       # 2,000 streams, 60 s (about 1.5 minutes)
     python bench/streams_per_core.py --streams 1000 500    # several sizes, one after the other
@@ -30,7 +32,7 @@ MOCK_CORE, CLIENT_CORE = 1, 0
 
 def locust_cmd(url: str, streams: int, seconds: int, out: Path) -> list[str]:
     """Every user spawned within 10 s; the records and the summary written to `out`."""
-    cmd = ["taskset", "-c", str(CLIENT_CORE), sys.executable, "-m", "locust", "-f", "bench/locustfile_bench.py"]
+    cmd = ["taskset", "-c", str(CLIENT_CORE), sys.executable, "-m", "locust", "-f", "bench/locustfile_send_probe.py"]
     cmd += ["--headless", "-u", str(streams), "-r", str(max(1, streams // 10)), "-t", f"{seconds}s", "--host", url]
     cmd += ["--llm-api-key-env", "none", "--llm-max-tokens", "100", "--only-summary", "--loglevel", "ERROR"]
     return [*cmd, "--llm-records", str(out / "records.jsonl"), "--llm-summary", str(out / "summary.json")]
@@ -70,11 +72,14 @@ def one_size(streams: int, seconds: int, itl_ms: float) -> None:
     cfg = MockConfig(ttft_ms=200.0, itl_ms=itl_ms, output_tokens=100)
     with start_subprocess(cfg, cpu=MOCK_CORE) as mock, tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        env = dict(os.environ, PYTHONPATH=str(ROOT), SEND_PROBE_OUT=str(out / "send.json"))
         code = subprocess.run(locust_cmd(mock.url + "/v1", streams, seconds, out), cwd=ROOT, env=env).returncode
         records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines() if line]
         summary = json.loads((out / "summary.json").read_text())
         report(streams, code, records, summary, ttft_errors(records, truth(mock.url)))
+        send = json.loads((out / "send.json").read_text())
+        ours = f"{send['p50']:+8.2f} {send['p99']:+8.2f} {send['max']:+8.2f}"
+        print(f"    of it our send   {ours}  (t0 to the request's last byte sent)")
 
 
 def report(
