@@ -22,6 +22,7 @@ from loadlib.capacity.step import Limits, judge, saturated, settled
 from loadlib.locust.capacity_part import HOLD, MEASURE, WARMUP, CapacityPart
 from loadlib.locust.context import context
 from loadlib.settings import Options, options_of
+from loadlib.verdicts.verdict import users_text
 
 MIN_USERS = 10  # a rate search's fewest users: a few on every worker
 MIN_WINDOW_S = 3.0  # a window never ends before a worker's report (every 3 s) could have reached the master
@@ -144,7 +145,7 @@ class CapacityShape(LoadTestShape):
         assert self.search is not None and self.limits is not None
         row = self._row()
         load = self.rate if self.rate is not None else self.users
-        text = f"{load:g} req/s" if self.search.control == RATE else f"{self.users} users"
+        text = f"{load:g} req/s" if self.search.control == RATE else users_text(self.users)
         if self.confirming:
             self.confirmed = row["passed"]
             self._publish(self.stop)

@@ -158,19 +158,26 @@ def capacity_answer(c: Mapping[str, Any]) -> str:
 def capacity_found(c: Mapping[str, Any]) -> str:
     """The answer as a load: `8 users` or `31.5 req/s`."""
     rate = c.get("max_rate_per_s")
-    return f"{rate:g} req/s" if c.get("mode") == "rate" and rate is not None else f"{c.get('max_users')} users"
+    return f"{rate:g} req/s" if c.get("mode") == "rate" and rate is not None else users_text(c.get("max_users"))
 
 
 def capacity_first_failed(c: Mapping[str, Any]) -> str:
     """The first load that failed as text: `26 users` or `40 req/s`."""
     rate = c.get("first_failed_rate_per_s")
-    return f"{rate:g} req/s" if c.get("mode") == "rate" and rate is not None else f"{c.get('first_failed_users')} users"
+    if c.get("mode") == "rate" and rate is not None:
+        return f"{rate:g} req/s"
+    return users_text(c.get("first_failed_users"))
 
 
 def capacity_load(step: Mapping[str, Any]) -> str:
     """A step's load as text: `24 users` or `31.5 req/s`."""
     rate = step.get("rate_per_s")
-    return f"{step.get('users')} users" if rate is None else f"{rate:g} req/s"
+    return users_text(step.get("users")) if rate is None else f"{rate:g} req/s"
+
+
+def users_text(users: Any) -> str:
+    """`1 user`, `24 users`."""
+    return f"{users} user" if users == 1 else f"{users} users"
 
 
 def _saturated(summary: Mapping[str, Any]) -> list[str]:

@@ -57,7 +57,7 @@ def test_a_search_in_which_no_load_held_fails() -> None:
     s["capacity"] |= {"steps": [failing], "first_failed_users": 1, "first_failed_by": ["ttft p95 < 500ms: 900 ms"]}
     v = verdict([], s)
     assert v is not None and (v["status"], v["exit_code"]) == ("fail", 99)
-    why = "capacity max_users 0: no load tried held (first failing 1 users: ttft p95 < 500ms: 900 ms)"
+    why = "capacity max_users 0: no load tried held (first failing 1 user: ttft p95 < 500ms: 900 ms)"
     assert v["reasons"] == [why]
     s["capacity"]["lower_bound"] = True  # cut short after it: still no load shown to hold
     cut = verdict([], s)
