@@ -23,6 +23,7 @@ from loadlib.pacing import PROCESSES
 from loadlib.records.pricing import PriceTable
 from loadlib.settings import Options, influx_options, limits_of, timeouts_of
 from loadlib.sinks.config import config_from_options
+from loadlib.transport.open_files import raise_limit, users_problem
 
 PLACEHOLDER_HOST = "http://127.0.0.1:1/v1"  # stands for the embedded mock, which is not started yet
 
@@ -34,6 +35,15 @@ def check_run(options: Options, host: str, worker: str = "master", pooled: bool 
     config_from_options(influx_options(options))
     check_server_metrics(options)
     return check_outputs(options, worker)
+
+
+def check_open_files(users: int | None) -> None:
+    """The users this process will hold (None: not known here, where a master or a load shape decides) fit under its
+    open-file limit, raised first as far as the hard limit allows (Locust gives up below a hard limit of 10,000)."""
+    soft = raise_limit()
+    problem = users_problem(users, soft) if users else None
+    if problem:
+        raise ConfigError(problem)
 
 
 def check_server_metrics(options: Options) -> None:

@@ -31,6 +31,7 @@ class FatalStop:
         self.attempts = 0
         self.causes: Counter[str] = Counter()
         self.decided = window_s <= 0
+        self.client_fault_said = False
 
     def observe(self, cause: str | None) -> str | None:
         """Account one attempt (`cause` None: it did not fail fatally); the stop message once the run should stop."""
@@ -53,3 +54,11 @@ class FatalStop:
             f"all {self.attempts} requests of the first {elapsed:.0f} s failed: {worst} (stopping; "
             "--llm-stop-on-fatal-s 0 keeps going)"
         )
+
+    def client_fault(self, message: str | None) -> str | None:
+        """A failure of the load generator itself (loadlib.transport.open_files): the stop message the first time,
+        whatever the window (its errors would count against the endpoint), then None."""
+        if message is None or self.client_fault_said:
+            return None
+        self.client_fault_said = True
+        return f"{message} (stopping: the errors that followed would be this machine's, not the endpoint's)"

@@ -21,6 +21,7 @@ import psutil
 from loadlib.metrics.saturation import (
     MEASURED,
     RUNNING,
+    STALL,
     STARTUP,
     STOP,
     RunWindow,
@@ -79,9 +80,13 @@ class Probe:
         self.times = psutil.cpu_times()
         self.runq = runq_wait_ns()
 
-    def read(self) -> Reading:
-        own = self.proc.cpu_percent(None)
-        times, runq = psutil.cpu_times(), runq_wait_ns()
+    def read(self) -> Reading | None:
+        """None when /proc cannot be read: a process out of open files (EMFILE) must keep judging its loop lag."""
+        try:
+            own = self.proc.cpu_percent(None)
+            times, runq = psutil.cpu_times(), runq_wait_ns()
+        except OSError:
+            return None
         steal, busy = machine_shares(self.times, times)
         wait = (runq - self.runq) / 1e6 if runq is not None and self.runq is not None else None
         self.times, self.runq = times, runq
@@ -141,23 +146,28 @@ class HealthSampler:
             lag = max((now - t - SAMPLE_INTERVAL_S) * 1000.0, 0.0)
             self._pending.append((self.window.place(self.state(), now), lag))
             if now - last_emit >= EMIT_INTERVAL_S:
-                self._second(self._pending, probe.read())
-                self._pending, last_emit = [], now
+                reading = probe.read()
+                if reading is not None:  # else its lag samples wait for the next second that has a reading
+                    self._second(self._pending, reading)
+                    self._pending, last_emit = [], now
 
     def _second(self, pending: list[tuple[str, float]], reading: Reading) -> None:
         """One second: file its samples, then emit it (whatever its part of the run)."""
         lag_max = self._file(pending, reading)
         self.emit(users=self.user_count(), cpu_percent=reading.own_cpu, loop_lag_ms=lag_max)
 
-    def _file(self, pending: list[tuple[str, float]], reading: Reading) -> float:
+    def _file(self, pending: list[tuple[str, float]], reading: Reading | None) -> float:
         """File lag samples, each in its part of the run and tagged with what kept the loop late over their
-        second, and the second's CPU sample; returns the worst lag."""
+        second, and the second's CPU sample (none without a reading: a stall of unknown cause); the worst lag."""
         lag_max = max(lag for _, lag in pending)
         r = reading
-        cause = second_cause(lag_max, r.own_cpu, r.runq_wait_ms, r.steal_percent, r.others_cpu, r.ncpu)
+        cause = STALL
+        if r is not None:
+            cause = second_cause(lag_max, r.own_cpu, r.runq_wait_ms, r.steal_percent, r.others_cpu, r.ncpu)
         for phase, lag in pending:
             self.parts[phase].add_lag(lag, self.lag_limit_ms, cause)
-        self.parts[second_phase(phase for phase, _ in pending)].cpu.record(r.own_cpu)
+        if r is not None:
+            self.parts[second_phase(phase for phase, _ in pending)].cpu.record(r.own_cpu)
         return lag_max
 
 

@@ -27,7 +27,7 @@ from loadlib.failover.pool import PoolConfig, check_pool
 from loadlib.locust import handshake, progress
 from loadlib.locust.abort import AbortWatch
 from loadlib.locust.capacity_shape import CapacityShape
-from loadlib.locust.checks import PLACEHOLDER_HOST, check_output_path, check_outputs, check_run
+from loadlib.locust.checks import PLACEHOLDER_HOST, check_open_files, check_output_path, check_outputs, check_run
 from loadlib.locust.context import RunContext, context
 from loadlib.locust.csv_final import write_final_csv
 from loadlib.locust.drills import DRILL_MESSAGE, DrillDriver, start_pool_mocks, stop_mocks
@@ -89,6 +89,7 @@ def on_init(environment: Any, **_: Any) -> None:
         return
     wire(ctx)
     if ctx.is_worker:
+        check_open_files(None)  # its users come from the master: only the limit is raised here
         handshake.say_hello(environment)
         tokens.get_encoding()  # load the tokenizer now: building it holds the GIL for a while
         environment.runner.register_message(DRILL_MESSAGE, lambda msg, **__: ctx.failover.drill(msg.data))
@@ -200,6 +201,7 @@ def _prepare_master_or_local(ctx: RunContext) -> None:
             ctx.amend(llm_endpoint_name="mock")
         notes = _records_for_report(ctx)
         notes = check_run(ctx.options, host, pooled=data is not None) + notes
+        check_open_files(_local_users(ctx))
         if ctx.options.locust.web_login and environment.web_ui:
             credentials()  # a UI that would refuse everyone stops here, in one line
         ctx.pool = pool = checked_pool(ctx, host, data)
@@ -214,6 +216,14 @@ def _prepare_master_or_local(ctx: RunContext) -> None:
     for note in notes:
         print(note, flush=True)
     get_hub().loop.update_now()  # the checks and data preparation above blocked the loop: refresh its clock
+
+
+def _local_users(ctx: RunContext) -> int | None:
+    """-u when this process will hold every user (a headless local run without a load shape), else None."""
+    opts, environment = ctx.options.locust, ctx.environment
+    if ctx.is_master or not opts.headless or getattr(environment, "shape_class", None) is not None:
+        return None
+    return opts.num_users
 
 
 def _records_for_report(ctx: RunContext) -> list[str]:

@@ -225,7 +225,7 @@ class LLMUser(FastHttpUser):
         except Exception as exc:  # a bug of ours (or of a scenario check): still one counted attempt
             record = self._internal_error_record(rt, target, outcome, facts, exc)
         self._report(record)
-        self._after_attempt(outcome.fatal, outcome.unreachable, handle.cancelled.wait if handle else gevent.sleep)
+        self._after_attempt(outcome, handle.cancelled.wait if handle else gevent.sleep)
         done = Attempt(target.name, facts["attempt"], record.status, outcome.t0, record.ttft_ms, record.e2e_ms)
         done.headers, done.hedge, done.value = outcome.headers, facts["hedge"], (record, outcome.result)
         return done
@@ -354,15 +354,16 @@ class LLMUser(FastHttpUser):
             error_message=user.error_message,
         )
 
-    def _after_attempt(
-        self, fatal: str | None, unreachable: str | None = None, wait: Callable[[float], Any] = gevent.sleep
-    ) -> None:
-        """Tell the run's fatal-stop watch; after a failure that cannot heal, back off instead of spinning (`wait`:
-        the attempt's cancel event, so a user stopped meanwhile does not hold up the end of the run)."""
-        verdict = self.run_context.fatal.observe(fatal or unreachable)
+    def _after_attempt(self, outcome: StreamOutcome, wait: Callable[[float], Any] = gevent.sleep) -> None:
+        """Tell the run's fatal-stop watch (a failure of the load generator itself stops the run at once); after a
+        failure that cannot heal, back off instead of spinning (`wait`: the attempt's cancel event, so a user stopped
+        meanwhile does not hold up the end of the run)."""
+        watch = self.run_context.fatal
+        fatal = outcome.fatal
+        verdict = watch.client_fault(outcome.client_fault) or watch.observe(fatal or outcome.unreachable)
         if verdict is not None:
             stop_run(self.run_context, verdict)
-        self._fatal_streak = self._fatal_streak + 1 if fatal else 0
+        self._fatal_streak = self._fatal_streak + 1 if fatal or outcome.client_fault else 0
         if self._fatal_streak:
             wait(backoff_s(self._fatal_streak))
 

@@ -31,6 +31,7 @@ from loadlib.providers.errors_body import short
 from loadlib.providers.kept import capped
 from loadlib.transport.connection import Connection, Response, request_bytes
 from loadlib.transport.deadline import Deadline, DeadlineExceeded
+from loadlib.transport.open_files import out_of_files
 from loadlib.transport.sse import SSEDecoder
 from loadlib.transport.status import head_verdict, header
 
@@ -85,6 +86,7 @@ class StreamOutcome:
     fatal: str | None = None
     unreachable: str | None = None
     opening: bytearray = field(default_factory=bytearray)  # the body's first bytes while no event has come
+    client_fault: str | None = None  # the load generator itself failed (out of open files): the run cannot stand
     note: str | None = None  # framing trouble that did not spoil the answer (stray bytes, a body without length)
 
 
@@ -225,7 +227,9 @@ def _classify_connect_failure(out: StreamOutcome, exc: Exception, conn: Connecti
         out.status, out.message = ErrorClass.TIMEOUT_CONNECT, f"connect timed out after {conn.timeouts.connect:g} s"
         return
     out.status = ErrorClass.CONNECT_ERROR
-    if isinstance(exc, ssl.SSLCertVerificationError):
+    if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+        out.client_fault = out.message = out_of_files(exc.errno)
+    elif isinstance(exc, ssl.SSLCertVerificationError):
         out.fatal = out.message = (
             f"TLS certificate verification failed for {host} ({exc.verify_message}): point SSL_CERT_FILE at the "
             "CA bundle that signed it"

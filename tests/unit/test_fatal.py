@@ -37,3 +37,12 @@ def test_one_healthy_attempt_means_never_stop():
 
 def test_zero_window_never_stops():
     assert FatalStop(0.0).observe("TLS certificate verification failed") is None
+
+
+def test_a_failure_of_the_load_generator_stops_at_once_and_is_said_once() -> None:
+    watch = FatalStop(5.0)
+    said = watch.client_fault("this load generator ran out of open files (EMFILE: ...)")
+    assert said is not None and said.startswith("this load generator ran out of open files")
+    assert "not the endpoint's" in said
+    assert watch.client_fault("this load generator ran out of open files (EMFILE: ...)") is None
+    assert FatalStop(5.0).client_fault(None) is None

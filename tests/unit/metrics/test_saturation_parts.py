@@ -69,3 +69,20 @@ def test_take_files_the_second_under_way() -> None:
     assert WindowSamples.from_dict(data).lag.count == 1
     assert WindowSamples.from_dict(data[STOP]).over == {MACHINE_BUSY: 1}
     assert s._pending == [] and emitted == [], "filed for the report, not emitted as a second"
+
+
+def test_a_process_out_of_open_files_keeps_its_lag_samples_without_a_cpu_sample(monkeypatch) -> None:
+    """/proc cannot be opened at EMFILE: the probe says so (None) instead of killing the sampler, and the lags are
+    filed without a made-up CPU figure."""
+    from loadlib.locust import health
+
+    def out_of_files(*_: object) -> float:
+        raise OSError(24, "Too many open files")
+
+    probe = health.Probe()
+    monkeypatch.setattr(probe.proc, "cpu_percent", out_of_files)
+    assert probe.read() is None
+    s, _ = sampler()
+    s._pending, s._probe = [(MEASURED, 80.0), (MEASURED, 1.0)], probe
+    measured = WindowSamples.from_dict(s.take())
+    assert measured.lag.count == 2 and measured.over == {STALL: 1} and measured.cpu.count == 0
