@@ -47,6 +47,10 @@ from loadlib.verdicts import verdict as verdicts
 
 log = logging.getLogger("loadlib")
 FATAL_MESSAGE = "loadlib_fatal"
+LOCUST_ENDED = (
+    "Locust ended the run before its end: its own greenlets failed (the error is logged above), no signal came; "
+    "the numbers describe a shorter run than intended"
+)
 _INSTALLED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
@@ -352,11 +356,17 @@ def on_test_stop(ctx: RunContext) -> None:
 
 def _note_interruption(ctx: RunContext) -> None:
     """Quitting while the test runs (or, headless, before it started) is a signal: -t, an abort, a fatal stop and
-    the web UI's stop button all stop the test first."""
+    the web UI's stop button all stop the test first. Unless the runner's own greenlets are all gone: then Locust's
+    main loop ended by itself because they failed (its CPU monitor, for one, dies on an OSError), and no signal
+    came."""
     runner = ctx.environment.runner
     running = runner.state in (STATE_SPAWNING, STATE_RUNNING)
     waiting = ctx.started_at is None and bool(ctx.options.locust.headless)
-    if (running or waiting) and not ctx.verdicts.fatal and not ctx.verdicts.not_started:
+    if not (running or waiting) or ctx.verdicts.fatal or ctx.verdicts.not_started:
+        return
+    if running and not len(runner.greenlet):
+        ctx.verdicts.fatal = LOCUST_ENDED
+    else:
         ctx.verdicts.interrupted = True
 
 

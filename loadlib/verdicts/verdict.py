@@ -32,7 +32,8 @@ def verdict(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) ->
 
     In order, the first that applies decides:
     - `not_started`: the workers it waited for never came (`summary["not_started"]`);
-    - `fatal`: stopped early because every request failed in a way that will not heal (`summary["fatal"]`);
+    - `fatal`: stopped early because every request failed in a way that will not heal, the load generator ran out
+      of open files, or Locust's own greenlets failed and ended the run (`summary["fatal"]` says which);
     - `interrupted`: a signal ended it before its end, whatever its numbers say;
     - `incomplete`: a worker was lost or under 95 % of the intended load ran (loadlib.metrics.integrity);
     - `invalid`: a test ran but no attempt completed (every one was cut off by its end, or none was sent): there is

@@ -162,6 +162,20 @@ def test_a_dead_endpoint_stops_early_naming_the_address_and_the_cause(tmp_path: 
     assert s["verdict"]["status"] == "fatal" and dead in s["fatal"] and s["interrupted"] is False
 
 
+def test_locust_ending_the_run_itself_is_not_called_a_signal(tmp_path: Path) -> None:
+    """Locust's CPU monitor dies (an OSError reading /proc, as at EMFILE, at its first reading 10 s in): the local
+    runner's main loop ends by itself. That was reported as `interrupted ... a signal stopped the run`, exit 130."""
+    summary = tmp_path / "s.json"
+    cmd = locust_cmd(*("--headless", "-u", "2", "-r", "2", "-t", "40s"), *CALM, *QUICK, "--llm-summary", str(summary))
+    cmd[cmd.index("locustfiles/chat.py")] = "tests/fixtures/locustfiles/monitor_dies.py"
+    proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=90)
+    status, code, reason = verdict_of(proc.stdout + proc.stderr)
+    assert (status, code, proc.returncode) == ("FATAL", 2, 2), proc.stdout[-2000:]
+    assert "Locust ended the run before its end" in reason and "no signal came" in reason
+    s = load(summary)
+    assert s["interrupted"] is False and s["verdict"]["status"] == "fatal"
+
+
 def master(port: int, tmp: Path, *args: str) -> subprocess.Popen:
     outputs = ("--llm-summary", str(tmp / "s.json"), "--llm-junit", str(tmp / "j.xml"))
     outputs += ("--llm-records", str(tmp / "records-{worker}.jsonl"))  # its workers open theirs at the test's start
