@@ -90,7 +90,12 @@ def classify_response(status: int, headers: Mapping[str, str] | None, body: str)
     lowered = {k.lower(): v for k, v in (headers or {}).items()}
     retry_after = parse_retry_after(lowered.get("retry-after"))
     if status in (408, 429) or status >= 500:
-        return WriteError(f"HTTP {status}: {text}", retryable=True, status=status, retry_after_s=retry_after)
+        # A 5xx or 408 may come after the points were stored (InfluxDB: a 500 "timeout" write may still complete;
+        # one stopping answers in-flight writes with errors): the outcome is unknown. A 429 refused them.
+        unknown = status != 429
+        return WriteError(
+            f"HTTP {status}: {text}", retryable=True, status=status, retry_after_s=retry_after, unknown_outcome=unknown
+        )
     match = _DROPPED_RE.search(body) if "partial write" in body else None
     rejected = int(match.group(1)) if match else None
     return WriteError(f"HTTP {status}: {text}", retryable=False, status=status, rejected_points=rejected)

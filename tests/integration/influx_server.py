@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -69,10 +70,21 @@ def find_influxd() -> tuple[str | None, str]:
     return binary, out.strip()
 
 
+STABLE_PORTS = range(20_000, 32_000)  # below Linux's ephemeral range (32768-60999)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port below the ephemeral range: influxd is stopped and started again on it (outage tests), and a port
+    the kernel hands out as a client's source port could be taken meanwhile by any outgoing connection (seen: `bind:
+    address already in use` at the restart)."""
+    for port in random.sample(STABLE_PORTS, 200):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {STABLE_PORTS}")
 
 
 class InfluxServer:

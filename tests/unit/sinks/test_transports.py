@@ -259,6 +259,14 @@ def test_classify_response() -> None:
     assert err is not None and err.retryable
 
 
+@pytest.mark.parametrize(("status", "unknown"), [(500, True), (503, True), (408, True), (429, False), (400, False)])
+def test_an_error_status_that_may_follow_a_stored_write_is_an_unknown_outcome(status: int, unknown: bool) -> None:
+    """InfluxDB answers a write that timed out inside it with 500 and may store it anyway; one stopping may answer
+    writes it took with errors: such points count as `resent` (the database may hold them), not as never sent."""
+    err = classify_response(status, {}, '{"error":"timeout"}')
+    assert err is not None and err.unknown_outcome is unknown
+
+
 def test_parse_retry_after() -> None:
     assert parse_retry_after("3") == 3.0
     assert parse_retry_after(" 0.5 ") == 0.5
