@@ -61,11 +61,6 @@ def ttft_errors(records: list[dict[str, Any]], sent: dict[str, dict[str, Any]]) 
     return errors
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def one_size(streams: int, seconds: int, itl_ms: float) -> None:
     from loadlib.mock import MockConfig, start_subprocess
 
@@ -85,8 +80,11 @@ def one_size(streams: int, seconds: int, itl_ms: float) -> None:
 def report(
     streams: int, code: int, records: list[dict[str, Any]], summary: dict[str, Any], err: dict[str, list[float]]
 ) -> None:
+    from loadlib.errors import ErrorClass
+    from loadlib.mock.engine.sim import quantile
+
     client = summary.get("client") or {}
-    failed = sum(1 for r in records if r.get("status") not in ("ok", "cut_off"))
+    failed = sum(1 for r in records if ErrorClass(r["status"]).is_error)
     print(f"{streams} streams: exit {code}, {len(records)} attempts, {failed} errors")
     print(
         f"  client: saturated {client.get('saturated')}, CPU p90 {client.get('cpu_p90_percent') or 0:.1f} %, "
@@ -95,7 +93,7 @@ def report(
     print(f"  TTFT error vs the server's send (ms, {len(err['ttft'])} requests), median / p99 / max:")
     for name, values in err.items():
         if values:
-            med, p99 = statistics.median(values), pct(values, 0.99)
+            med, p99 = statistics.median(values), quantile(values, 0.99)
             print(f"    {name:<16} {med:+8.2f} {p99:+8.2f} {max(values):+8.2f}")
 
 

@@ -166,8 +166,8 @@ def test_locust_ending_the_run_itself_is_not_called_a_signal(tmp_path: Path) -> 
     """Locust's CPU monitor dies (an OSError reading /proc, as at EMFILE, at its first reading 10 s in): the local
     runner's main loop ends by itself. That was reported as `interrupted ... a signal stopped the run`, exit 130."""
     summary = tmp_path / "s.json"
-    cmd = locust_cmd(*("--headless", "-u", "2", "-r", "2", "-t", "40s"), *CALM, *QUICK, "--llm-summary", str(summary))
-    cmd[cmd.index("locustfiles/chat.py")] = "tests/fixtures/locustfiles/monitor_dies.py"
+    args = ("--headless", "-u", "2", "-r", "2", "-t", "40s", *CALM, *QUICK, "--llm-summary", str(summary))
+    cmd = locust_cmd(*args, locustfile="tests/fixtures/locustfiles/monitor_dies.py")
     proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=90)
     status, code, reason = verdict_of(proc.stdout + proc.stderr)
     assert (status, code, proc.returncode) == ("FATAL", 2, 2), proc.stdout[-2000:]
