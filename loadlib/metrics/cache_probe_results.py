@@ -2,19 +2,27 @@
 the provider's prompt cache held for the others, and the TTFT and cost saved against the round's cold first request;
 then which variations bust which layer ("what busts the cache"). Counted as integer sums per variation (times in
 microseconds, cost in nano-dollars), so workers merge exactly (docs/metrics.md, "Cache probe").
+
+A response-cache hit is read from a gateway's headers; without any, from the whole answer (`Round`): a cache returns
+a stored answer without decoding it, so its text repeats an earlier answer's and its events come at once. A TTFT
+collapse alone proves nothing: a prompt-cache hit cuts the prefill as much, and its decode keeps its pace.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from loadlib.metrics.scenarios import ScenarioResults, Section, key, num, select
+from loadlib.records.record import RequestRecord
 
 NAME = "cache_probe"
 WARMUP = "warmup"  # each round's first request: cold in every layer, the baseline of what is saved
 NANO, MICRO = 1e9, 1e3
 BUSTED_BELOW = 0.5  # a prompt-cache share under half the best variation's is a bust
+INFER_BELOW = 0.1  # no cache header: a repeated answer whose events come under a tenth of the cold one's gap apart
 
 
 HIT_VALUES = ("HIT", "STALE", "REVALIDATED")
@@ -26,6 +34,45 @@ def response_hit(headers: dict[str, str]) -> bool | None:
         return None
     values = (headers.get("x-cache", ""), headers.get("cf-cache-status", ""))
     return "x-litellm-cache-key" in headers or any(v.upper().startswith(HIT_VALUES) for v in values)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the inference reads of one answer: its text's digest and its pace, the mean gap between its output
+    events (0 for an answer in one event, None for none)."""
+
+    digest: bytes
+    gap_ms: float | None
+
+
+def answer(text: str, record: RequestRecord) -> Answer | None:
+    """The answer of a successful request; None without text (nothing to compare)."""
+    if not text:
+        return None
+    events = record.output_events
+    gap = record.stream_tpot_ms if events > 1 else (0.0 if events == 1 else None)
+    return Answer(hashlib.blake2b(text.encode(), digest_size=16).digest(), gap)
+
+
+@dataclass(slots=True)
+class Round:
+    """One round's answers so far (one user's, one after another): the cold answer's pace and every text seen."""
+
+    cold_gap_ms: float | None = None
+    texts: set[bytes] = field(default_factory=set)
+
+    def replayed(self, seen: Answer) -> bool:
+        """Whether a response cache gave this answer: its text is an earlier answer's of the round AND its events
+        came under INFER_BELOW of the cold answer's gap apart (all at once). Identical text alone is a deterministic
+        model's; a collapsed TTFT alone, a prompt-cache hit's."""
+        cold = self.cold_gap_ms
+        fast = cold is not None and cold > 0 and seen.gap_ms is not None and seen.gap_ms < cold * INFER_BELOW
+        return fast and seen.digest in self.texts
+
+    def add(self, seen: Answer, cold: bool) -> None:
+        if cold and self.cold_gap_ms is None:
+            self.cold_gap_ms = seen.gap_ms
+        self.texts.add(seen.digest)
 
 
 def count(r: ScenarioResults, variation: str, **n: float) -> None:
@@ -142,12 +189,32 @@ def render(section: dict[str, Any]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_HEADER))]
     lines = [f"cache probe: what busts the cache ({num(section['rounds'])} rounds)"]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    source = " (inferred from TTFT collapse)" if section["response_cache_source"] == "inferred" else ""
-    for layer, label in (("response_cache", f"response cache{source}"), ("prompt_cache", "prompt cache")):
-        busted = section["busts"][layer]
-        said = "not seen" if busted is None else (", ".join(busted) or "nothing")
-        lines.append(f"  busts the {label}: {said}")
-    return lines
+    return lines + ["  " + line for line in verdicts(section)]
+
+
+def verdicts(section: Mapping[str, Any]) -> list[str]:
+    """One line per layer: what busts it, or that the probe saw no such cache."""
+    prompt = section["busts"]["prompt_cache"]
+    said = "no prompt cache seen" if prompt is None else f"busts the prompt cache: {', '.join(prompt) or 'nothing'}"
+    return [_response_verdict(section), said]
+
+
+def _response_verdict(section: Mapping[str, Any]) -> str:
+    """What busts the response cache; "no response cache seen" when no request came from one; or why it is not
+    judged (some did, but not every answer of `none`: a cache that forgets, or a guess that missed)."""
+    busted = section["busts"]["response_cache"]
+    inferred = section["response_cache_source"] == "inferred"
+    if busted is not None:
+        how = " (inferred from repeated answers sent all at once)" if inferred else ""
+        return f"busts the response cache{how}: {', '.join(busted) or 'nothing'}"
+    hits = sum(v["response_cache_hits"] for v in section["variations"])
+    if not hits:
+        return "no response cache seen" + (" (no cache header; no answer repeated at once)" if inferred else "")
+    none = next((v for v in section["variations"] if v["name"] == "none"), None)
+    if none is None:
+        return f"the response cache is not judged: {hits} hits, and no `none` variation to judge against"
+    got = f"`none` got {none['response_cache_hits']} of its {none['answered']} answers from it"
+    return f"the response cache is not judged: {hits} hits, but {got}"
 
 
 SECTION = Section(summarize, render)

@@ -53,7 +53,10 @@ _HELP = {
     "structured_ratio": "a structured answer is this many times the tokens of the request's prose answer (0: the JSON "
     "alone); whitespace after the JSON fills it up",
     "response_cache": "a gateway's response cache keyed on these body fields and header:NAME parts joined by '+' "
-    "(model+messages+temperature+header:x-team; empty: none): a repeat is answered at once, x-cache: HIT",
+    "(model+messages+temperature+header:x-team; empty: none): a repeat is answered at once with the stored answer, "
+    "x-cache: HIT",
+    "response_cache_header": "on or off: the response cache says x-cache: HIT or MISS, or nothing (a gateway that "
+    "does not tell)",
     "nondeterminism_rate": "share of requests whose output differs from the request's usual output, 0..1",
     "usage_completion_scale": "the streamed usage reports the completion tokens sent times this (1.5: over-counts)",
     "terminal_delay_ms": "a stream's terminal events (finish, usage, [DONE] / message_stop) go out this long after "
@@ -92,6 +95,7 @@ _METAVARS = {
     "json_valid_rate": "P",
     "structured_ratio": "X",
     "response_cache": "KEY",
+    "response_cache_header": "ON_OFF",
     "nondeterminism_rate": "P",
     "usage_completion_scale": "X",
     "usage_prompt": "MODE",

@@ -7,17 +7,21 @@ Pure parsing: a malformed request raises ValueError, TypeError or MockConfigErro
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from loadlib.mock.prompt import chat_messages
 from loadlib.mockapi.config import MockConfig, resolve
 
+if TYPE_CHECKING:
+    from loadlib.mock.response_cache import Stored
+
 
 @dataclass(frozen=True, slots=True)
 class LlmCall:
-    """A parsed chat request: its body, the config it resolves to (server defaults, X-Mock, model suffix)."""
+    """A parsed chat request: its body, the config it resolves to (server defaults, X-Mock, model suffix); with a
+    response cache, its key there and the stored answer a hit replays."""
 
     api: str
     body: dict[str, Any]
@@ -25,6 +29,8 @@ class LlmCall:
     model: str
     messages: list[dict[str, Any]]
     max_tokens: int | None
+    cache_key: bytes | None = None
+    replay: Stored | None = None
 
     @property
     def stream(self) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from loadlib.mock import response_cache as rc
 from loadlib.mock.connection import Connection
 from loadlib.mock.engine import serve as engine
 from loadlib.mock.engine.driver import EngineDriver
@@ -46,7 +47,7 @@ from loadlib.mock.plan import STATUS_FAULTS, billed_prompt_tokens, draw_variant,
 from loadlib.mock.prompt import LARGE_PROMPT_BYTES, PromptCount, PromptCounter, content_key, measure
 from loadlib.mock.render import bad_request, content_hash, context_error, offset_of
 from loadlib.mock.response_cache import HEADER as CACHE_HEADER
-from loadlib.mock.response_cache import HIT, HIT_OVERRIDES, ResponseCache, cache_key, parse_fields
+from loadlib.mock.response_cache import HIT, HIT_OVERRIDES, MISS, ResponseCache, cache_key, parse_fields
 from loadlib.mock.schedule import Scheduler
 from loadlib.mock.truth import Stats, TruthLog, TruthRecord, truth_query
 from loadlib.mockapi.config import MockConfig, MockConfigError, parse_overrides
@@ -387,14 +388,17 @@ class MockServer:
 
     def _response_cache(self, rec: TruthRecord, call: LlmCall, req: RequestHead) -> tuple[LlmCall, list[Header]]:
         """Look the request up in the response cache (when `response_cache` names a key): a hit is answered at once,
-        past the engine (HIT_OVERRIDES), and both say so in `x-cache`."""
+        past the engine (HIT_OVERRIDES), with the stored answer; both say so in `x-cache` unless told not to."""
         fields = parse_fields(call.cfg.response_cache)
         if not fields:
             return call, []
-        rec.response_cache = self.responses.lookup(cache_key(call.api, fields, call.body, req.body, req.headers))
+        key = cache_key(call.api, fields, call.body, req.body, req.headers)
+        rec.response_cache = self.responses.lookup(key)
+        call = dataclasses.replace(call, cache_key=key)
         if rec.response_cache == HIT:
-            call = dataclasses.replace(call, cfg=call.cfg.with_overrides(HIT_OVERRIDES))
-        return call, [(CACHE_HEADER, rec.response_cache.upper())]
+            cfg = call.cfg.with_overrides(HIT_OVERRIDES)
+            call = dataclasses.replace(call, cfg=cfg, replay=self.responses.answer(key))
+        return call, [(CACHE_HEADER, rec.response_cache.upper())] if call.cfg.response_cache_header == "on" else []
 
     def _reject(
         self,
@@ -429,6 +433,8 @@ class MockServer:
             self._reject(conn, rec, id_headers, 400, context_error(call.api, cfg.context_limit, prompt_tokens), t0)
             return
         answer, headers = self._plan_answer(rec, call, chash, prompt, prompt_tokens)
+        if call.cache_key is not None and rec.response_cache == MISS and answer.plan.fault == "none":
+            self.responses.store(call.cache_key, rc.stored(answer, rec))
         status = STATUS_FAULTS.get(answer.plan.fault)
         if status is not None:
             fault_headers, payload = status_fault(call.api, status, cfg.retry_after_s)
@@ -440,8 +446,9 @@ class MockServer:
     def _plan_answer(
         self, rec: TruthRecord, call: LlmCall, chash: int, prompt: PromptCount, prompt_tokens: int
     ) -> tuple[Answer, list[Header]]:
-        """Draw the variant, then the plan: that order of draws on the server's rng is part of its determinism.
-        The usage reports `usage_prompt`'s count; a prose answer quotes a canary the kept prompt holds."""
+        """Draw the variant, then the plan: that order of draws on the server's rng is part of its determinism (a
+        response-cache hit draws them too, then replays its stored answer). The usage reports `usage_prompt`'s count;
+        a prose answer quotes a canary the kept prompt holds."""
         tool = forced_tool(call.body) if call.api == "anthropic" else forced_function(call.body)
         variant = draw_variant(call.cfg, self.rng)
         if variant:
@@ -449,9 +456,8 @@ class MockServer:
         out_seed = output_seed(chash, variant, self.seed)
         pieces, json_headers = structured_answer(call.api, call.body, tool, call.cfg, out_seed, call.max_tokens)
         rec.structured = pieces is not None
-        plan = make_plan(
-            call.cfg, call.max_tokens, self.rng, prompt_tokens, len(pieces) if pieces is not None else None
-        )
+        wanted = rc.budget(call.replay, call.max_tokens, len(pieces) if pieces is not None else None)
+        plan = make_plan(call.cfg, wanted[0], self.rng, prompt_tokens, wanted[1])
         record_plan(rec, plan)
         if plan.fault != "none":
             self.stats.count_fault(plan.fault)
@@ -464,7 +470,7 @@ class MockServer:
         reported, lead = prompt_answer(rec, call.cfg, prompt, prompt_tokens, prose)
         offset = rec.text_offset or 0
         answer = Answer(call, rec.request_id, int(time.time()), offset, plan, reported, tool, pieces, lead)
-        return answer, headers
+        return rc.replayed(answer, rec, call.replay), headers
 
     def _start_response(
         self, conn: Connection, rec: TruthRecord, answer: Answer, headers: list[Header], t0: float, prompt: PromptCount

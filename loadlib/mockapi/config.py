@@ -69,7 +69,8 @@ class MockConfig:
     reports the completion tokens sent times `usage_completion_scale` (1.5: a server that over-counts by 50 %).
 
     `response_cache` ("model+messages+temperature+header:x-team"; empty: none) plays a gateway's response cache keyed
-    on those body fields and headers: a request whose key was seen is answered at once with `x-cache: HIT`.
+    on those body fields and headers: a request whose key was seen is answered at once with the stored answer and
+    `x-cache: HIT` (`response_cache_header` "off": a gateway whose cache sends no header).
 
     As if behind an LLM gateway: the terminal events of a stream go out `terminal_delay_ms` after the last output
     event; `usage_prompt` "sent" reports the prompt tokens as sent even when truncation billed fewer (a gateway that
@@ -98,6 +99,7 @@ class MockConfig:
     json_valid_rate: float = 1.0
     structured_ratio: float = 0.0
     response_cache: str = ""
+    response_cache_header: str = "on"
     nondeterminism_rate: float = 0.0
     usage_completion_scale: float = 1.0
     terminal_delay_ms: float = 0.0
@@ -197,6 +199,7 @@ CONVERTERS: dict[str, Callable[[str], Any]] = {
     "json_valid_rate": _float("json_valid_rate", 1.0),
     "structured_ratio": _float("structured_ratio", 100.0),
     "response_cache": _fields("response_cache"),
+    "response_cache_header": _choice("response_cache_header", ON_OFF),
     "nondeterminism_rate": _float("nondeterminism_rate", 1.0),
     "usage_completion_scale": _float("usage_completion_scale", 100.0),
     "terminal_delay_ms": _float("terminal_delay_ms"),

@@ -46,12 +46,13 @@ def _cache_probe(found: Mapping[str, Any]) -> str:
     note = para(
         f"{found['rounds']} rounds of a fresh shared prefix, cold first, then one request per variation. "
         "Response-cache hits from the gateway's headers"
-        + (" (none came: inferred from a TTFT collapse)" if found["response_cache_source"] == "inferred" else "")
+        + (
+            " (none came: inferred from answers that repeat an earlier one's text with all their events at once)"
+            if found["response_cache_source"] == "inferred"
+            else ""
+        )
         + "; the prompt-cache share over the requests that reached the model; savings against the cold request."
     )
-    lines = [
-        para(f"Busts the {layer.replace('_', ' ')}: " + ("not seen" if b is None else ", ".join(b) or "nothing"))
-        for layer, b in found["busts"].items()
-    ]
+    lines = [para(line[0].upper() + line[1:]) for line in probe.verdicts(found)]
     rows = table(probe.TABLE_HEADER, probe.table_rows(dict(found)), [False, True, False, False, True, True])
     return section("What busts the cache", note, rows, *lines)

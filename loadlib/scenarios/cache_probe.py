@@ -4,8 +4,9 @@ Each round sends a long prefix (system prompt, then a document) that no earlier 
 system prompt), first as it is (`warmup`: cold in every layer), then once per variation (loadlib.scenarios.
 cache_variations): none, a model alias, temperature and top_p (0.7 against 0.7000000001 too), a user field, headers,
 a request id, whitespace and order in the prefix. The response-cache layer is read from the gateway's headers
-(`x-cache`, LiteLLM's, a CDN's), or inferred from a TTFT collapse when no response carries one; the prompt cache from
-the usage's cached prompt tokens (loadlib.metrics.cache_probe_results). Requests run one after another per user.
+(`x-cache`, LiteLLM's, a CDN's), or when no response carries one inferred from the whole answer (the text of an
+earlier answer of the round, its events all at once); the prompt cache from the usage's cached prompt tokens
+(loadlib.metrics.cache_probe_results). Requests run one after another per user.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from loadlib.settings import Options
 
 SLO = ("error_rate < 1%",)
 MAX_TOKENS = 32
-INFER_BELOW = 0.1  # no cache header anywhere: a TTFT under a tenth of the round's cold one is read as a hit
 
 
 @dataclass(frozen=True)
@@ -86,13 +86,13 @@ class CacheProbeUser(ScenarioUser):
         for v in self.ctx.variations:
             results.gauge_changes(self.found, v.name, v.changes)
 
-    def _ask(self, name: str, req: cv.ProbeRequest, cold_ttft: float | None) -> RequestRecord:
+    def _ask(self, name: str, req: cv.ProbeRequest, round_: results.Round) -> None:
         messages, body = cv.messages(req, self.ctx.provider)
 
         def counted(record: RequestRecord, result: StreamResult | None) -> None:
-            count_request(self, name, record, cold_ttft)
+            count_request(self, name, record, result, round_)
 
-        reply = self.chat(
+        self.chat(
             messages,
             max_tokens=MAX_TOKENS,
             temperature=req.temperature,
@@ -100,29 +100,34 @@ class CacheProbeUser(ScenarioUser):
             extra_headers=req.headers,
             on_record=counted,
         )
-        return reply.record
 
     @task
     def probe(self) -> None:
         run_id = str(self.run_context.options.run_id or "")
         tag = f"[cache probe {run_id} round {next(CacheProbeUser._rounds)}-{self.user_index}]"
         base = cv.ProbeRequest(system=f"{tag} {cv.SYSTEM}", document=self.ctx.document)
-        cold = self._ask(WARMUP, base, None).ttft_ms
+        round_ = results.Round()
+        self._ask(WARMUP, base, round_)
         for v in self.ctx.variations:
-            self._ask(v.name, v.apply(base, self.ctx.provider, self.ctx.alias), cold)
+            self._ask(v.name, v.apply(base, self.ctx.provider, self.ctx.alias), round_)
 
 
-def count_request(user: CacheProbeUser, name: str, record: RequestRecord, cold_ttft: float | None) -> None:
-    """Count one answered request of a variation (a failed one only as a request)."""
+def count_request(
+    user: CacheProbeUser, name: str, record: RequestRecord, result: StreamResult | None, round_: results.Round
+) -> None:
+    """Count one answered request of a variation (a failed one only as a request); its answer joins the round's."""
     found = user.found
     results.count(found, name, requests=1)
     if record.status != ErrorClass.OK:
         return
     results.count(found, name, answered=1)
     said = results.response_hit(record.ratelimit)
-    ttft = record.ttft_ms
-    inferred = ttft is not None and cold_ttft is not None and ttft < cold_ttft * INFER_BELOW
+    seen = results.answer(result.text if result is not None else "", record)
+    inferred = name != WARMUP and seen is not None and round_.replayed(seen)
+    if seen is not None:
+        round_.add(seen, cold=name == WARMUP)
     results.count(found, name, header_seen=said is not None, response_hits=bool(said), inferred_hits=inferred)
+    ttft = record.ttft_ms
     if ttft is not None:
         results.count(found, name, ttft_n=1, ttft_us=ttft * results.MICRO)
     hit = said if said is not None else inferred

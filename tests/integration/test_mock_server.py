@@ -4,6 +4,7 @@ admin endpoints, CLI behaviour and ground truth against the plan."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import signal
 import socket
@@ -629,3 +630,36 @@ def test_reset_empties_the_prefix_cache_and_the_response_cache() -> None:
         assert get_json(handle, "/mock/reset", method="POST") == {"reset": True}
         assert ask(handle, "two?") == ("MISS", 0)
         assert ask(handle, "one?")[0] == "MISS"
+
+
+def test_a_response_cache_hit_replays_the_stored_answer() -> None:
+    """A gateway returns the response it stored. Here every output is a fresh nondeterministic draw and the cache
+    looks at the model only, yet each hit (the same question, another one, another max_tokens, streamed or not) gets
+    the miss's text and length, and its truth record says so; with its header off the cache says nothing, and
+    still answers."""
+    cfg = MockConfig(response_cache="model", nondeterminism_rate=1.0, output_tokens=12, ttft_ms=5, itl_ms=1)
+
+    def ask(handle: Any, question: str, max_tokens: int = 10, stream: bool = True) -> tuple[str, str, dict]:
+        payload = {"model": "m", "max_tokens": max_tokens, "stream": stream}
+        wire = call(handle, "/v1/chat/completions", dict(payload, messages=[{"role": "user", "content": question}]))
+        assert wire.status == 200, wire.body
+        said = "".join(contents(wire)) if stream else wire.json()["choices"][0]["message"]["content"]
+        return wire.headers.get("x-cache", ""), said, truth(handle, wire)
+
+    with start_in_thread(cfg) as handle:
+        cache, first, miss = ask(handle, "one?")
+        assert (cache, miss["planned_output_tokens"], miss["finish_reason"]) == ("MISS", 10, "length")
+        assert first == expected_text(miss["text_offset"], 10)
+        for cache, said, rec in (ask(handle, "one?"), ask(handle, "two?", 5, False), ask(handle, "three?", 64)):
+            assert cache == "HIT" and said == first, (said, first)
+            assert (rec["text_offset"], rec["planned_output_tokens"], rec["finish_reason"]) == (
+                miss["text_offset"],
+                10,
+                "length",
+            )
+    with start_in_thread(dataclasses.replace(cfg, response_cache="")) as handle:
+        offsets = {ask(handle, "one?")[2]["text_offset"] for _ in range(4)}
+    assert len(offsets) > 1, "without the cache each answer is another draw: the replay is what keeps the text"
+    with start_in_thread(dataclasses.replace(cfg, response_cache_header="off")) as handle:
+        (_, first, miss), (cache, said, hit) = ask(handle, "one?"), ask(handle, "two?")
+    assert cache == "" and said == first and (miss["response_cache"], hit["response_cache"]) == ("miss", "hit")

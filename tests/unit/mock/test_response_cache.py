@@ -45,3 +45,16 @@ def test_only_the_named_fields_and_headers_count() -> None:
 def test_the_first_request_of_a_key_misses_and_stores_it() -> None:
     cache = ResponseCache()
     assert [cache.lookup(k) for k in (b"a", b"a", b"b", b"a")] == [MISS, HIT, MISS, HIT]
+
+
+def test_a_key_has_no_stored_answer_until_its_miss_stores_one() -> None:
+    from loadlib.mock.response_cache import Stored
+
+    cache, kept = ResponseCache(), Stored(7, 10, "length", None, None, "", None)
+    cache.lookup(b"a")
+    assert cache.answer(b"a") is None and cache.answer(b"b") is None
+    cache.store(b"a", kept)
+    cache.store(b"b", kept)  # a key the cache no longer holds stores nothing
+    assert cache.answer(b"a") == kept and cache.answer(b"b") is None
+    cache.clear()
+    assert cache.answer(b"a") is None

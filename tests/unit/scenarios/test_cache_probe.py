@@ -3,9 +3,14 @@ which variations bust which layer), without a server."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from loadlib.metrics import cache_probe_results as res
 from loadlib.metrics.scenarios import ScenarioResults, key
+from loadlib.providers.base import StreamResult
+from loadlib.records.record import RequestRecord
 from loadlib.scenarios import cache_variations as cv
+from loadlib.scenarios.cache_probe import count_request
 
 BASE = cv.ProbeRequest(system="[tag] You are a helper.", document="# Doc\n\nfirst\n\nsecond\n\nthird")
 
@@ -78,7 +83,8 @@ def test_layers_without_a_sign_are_not_judged() -> None:
     probe(r, "none", 0, 0, 4000, 4_000, 0)
     got = res.summarize(r, {})
     assert got is not None and got["busts"] == {"prompt_cache": None, "response_cache": None}
-    assert "busts the prompt cache: not seen" in "\n".join(res.render(got))
+    text = "\n".join(res.render(got))
+    assert "  no prompt cache seen" in text and "  no response cache seen\n" in text + "\n"
 
 
 def test_the_section_follows_the_published_schema() -> None:
@@ -97,7 +103,7 @@ def test_the_section_follows_the_published_schema() -> None:
     assert not validator.is_valid({**(got or {}), "busts": {"prompt_cache": "none"}})
 
 
-def test_without_any_cache_header_hits_are_inferred_from_a_ttft_collapse() -> None:
+def test_without_any_cache_header_hits_are_inferred_from_whole_answers() -> None:
     r = ScenarioResults()
     res.count(r, res.WARMUP, requests=2, ttft_n=2, ttft_us=400_000)
     res.count(r, "none", requests=2, answered=2, inferred_hits=2, ttft_n=2, ttft_us=2_000)
@@ -106,4 +112,78 @@ def test_without_any_cache_header_hits_are_inferred_from_a_ttft_collapse() -> No
     assert got is not None and got["response_cache_source"] == "inferred"
     assert [v["response_cache_hits"] for v in got["variations"]] == [2, 0]
     assert got["busts"]["response_cache"] == ["temperature"]
-    assert "busts the response cache (inferred from TTFT collapse): temperature" in "\n".join(res.render(got))
+    said = "busts the response cache (inferred from repeated answers sent all at once): temperature"
+    assert said in "\n".join(res.render(got))
+
+
+def test_a_response_cache_that_some_answers_came_from_but_not_all_of_none_is_not_judged() -> None:
+    r = ScenarioResults()
+    res.count(r, "none", requests=4, answered=4, inferred_hits=3)
+    res.count(r, "temperature", requests=4, answered=4)
+    got = res.summarize(r, {})
+    assert got is not None and got["busts"]["response_cache"] is None
+    said = "the response cache is not judged: 3 hits, but `none` got 3 of its 4 answers from it"
+    assert res.verdicts(got)[0] == said
+    r = ScenarioResults()
+    res.count(r, "temperature", requests=4, answered=4, inferred_hits=1)
+    got = res.summarize(r, {})
+    assert got is not None and "no `none` variation to judge against" in res.verdicts(got)[0]
+
+
+def record(ttft: float, gap: float | None, events: int = 32, headers: dict | None = None) -> RequestRecord:
+    fields = dict(run_id="r", scenario=res.NAME, endpoint="e", provider="openai", model="m", worker_id="w")
+    return RequestRecord(
+        **fields,
+        request_id="q",
+        ttft_ms=ttft,
+        e2e_ms=ttft + (gap or 0) * (events - 1),
+        stream_tpot_ms=gap,
+        output_events=events,
+        prompt_tokens=2100,
+        cached_prompt_tokens=0 if ttft > 100 else 2064,
+        ratelimit=headers or {},
+    )
+
+
+def probe_round(answers: list[tuple[str, RequestRecord]]) -> dict:
+    """One round through the probe's own counting (`count_request`): the cold request, then `none`, `temperature`,
+    `prefix_order`, each (text, record)."""
+    user = SimpleNamespace(found=ScenarioResults())
+    user.found.gauge(key(res.NAME, "order"), "none,temperature,prefix_order")
+    round_ = res.Round()
+    for name, (text, rec) in zip([res.WARMUP, "none", "temperature", "prefix_order"], answers, strict=True):
+        count_request(user, name, rec, StreamResult(text_by_choice={0: text}), round_)  # type: ignore[arg-type]
+    got = res.summarize(user.found, {})
+    assert got is not None
+    return got
+
+
+def test_a_prompt_cache_hit_is_not_a_response_cache_hit() -> None:
+    """vLLM, no response cache: a prefix hit cuts TTFT from 440 to 15 ms (under a tenth, what the TTFT rule took for
+    a hit), but its decode keeps its pace; at temperature 0 the text even repeats. No response-cache hit."""
+    cold, kept, busted = record(440, 20), record(15, 19), record(430, 20)
+    got = probe_round([("same", cold), ("same", kept), ("same", kept), ("other", busted)])
+    assert [v["response_cache_hits"] for v in got["variations"]] == [0, 0, 0]
+    assert got["busts"] == {"prompt_cache": ["prefix_order"], "response_cache": None}
+    assert res.verdicts(got)[0] == "no response cache seen (no cache header; no answer repeated at once)"
+
+
+def test_a_repeated_answer_sent_at_once_is_a_response_cache_hit() -> None:
+    """A gateway's cache: `none` gets the cold answer's text with its events at once (or in one event); `temperature`
+    misses and is decoded anew (another text, its pace); a fast answer with new text is not a hit."""
+    cold, miss = record(440, 20), record(15, 19)
+    got = probe_round([("a", cold), ("a", record(1, 0.01)), ("b", miss), ("c", record(1, 0.0, events=1))])
+    assert [v["response_cache_hits"] for v in got["variations"]] == [1, 0, 0]
+    assert got["busts"]["response_cache"] == ["temperature", "prefix_order"]
+    again = probe_round([("a", cold), ("a", record(1, None, events=1)), ("a", miss), ("a", record(1, 0.0, events=1))])
+    assert [v["response_cache_hits"] for v in again["variations"]] == [1, 0, 1], "in one burst; an earlier text"
+
+
+def test_headers_outrank_the_inference_and_no_pace_to_compare_infers_nothing() -> None:
+    cold, fast = record(440, 20, headers={"x-cache": "MISS"}), record(1, 0.0, headers={"x-cache": "MISS"})
+    got = probe_round([("a", cold), ("a", fast), ("a", fast), ("a", fast)])
+    assert got["response_cache_source"] == "header" and got["busts"]["response_cache"] is None
+    one = record(300, None, events=1)  # a cold answer in one event: nothing to say a replay is faster
+    got = probe_round([("a", one), ("a", record(1, 0.0, events=1)), ("a", record(1, 0.0)), ("", record(1, 0.0))])
+    assert [v["response_cache_hits"] for v in got["variations"]] == [0, 0, 0]
+    assert res.answer("", record(1, 0.0)) is None and res.answer("x", record(1, None, events=0)).gap_ms is None
