@@ -22,8 +22,9 @@ _CONTEXT = (
 )
 _TIMEOUT = "every request timed out ({option}): the server is stuck or overloaded; lower the load or raise {option}"
 
-# what to set, by the dominant error class; {server} is the server's message when it said one, {host} and {model}
-# the run's, {limit} and {shorter} the context rule's (_context)
+# what to set, by the dominant error class; {server} is the server's message when it sent one, {said} the message of
+# a failure the client named (a connection, a stream, a body), {host} and {model} the run's, {limit} and {shorter}
+# the context rule's (_context)
 HINTS: dict[str, str] = {
     "context_length_exceeded": _CONTEXT,
     "http_4xx": (
@@ -34,31 +35,31 @@ HINTS: dict[str, str] = {
     "key's quota",
     "http_5xx": "the server failed every request{server}: look at the server behind {host} (its log, its health) "
     "before measuring it",
-    "http_redirect": "every request was redirected{server}: point --host at the final URL",
-    "http_invalid_status": "the server, or a proxy in front of it, answered no valid HTTP status{server}: check {host}",
-    "connect_error": "no connection to {host} held{server}: check --host and that the server is up",
+    "http_redirect": "every request was redirected{said}: point --host at the final URL",
+    "http_invalid_status": "the server, or a proxy in front of it, answered no valid HTTP status{said}: check {host}",
+    "connect_error": "no connection to {host} held{said}: check --host and that the server is up",
     "timeout_connect": "no connection to {host} opened within --llm-timeout-connect: check --host and the network",
     "timeout_ttft": _TIMEOUT.format(option="--llm-timeout-ttft"),
     "timeout_idle": _TIMEOUT.format(option="--llm-timeout-idle"),
     "timeout_total": "every request ran past --llm-timeout-total: raise it or ask for fewer tokens (--llm-max-tokens)",
-    "stream_broken": "every response ended before its end{server}: the server or a proxy cut the streams",
-    "malformed_event": "no response could be read{server}: check --llm-provider against the API at {host}",
-    "unsupported_api": "the endpoint speaks another API{server}: check --llm-provider and the path of --host {host}",
+    "stream_broken": "every response broke off before its end{said}: the server or a proxy in front of it cut them",
+    "malformed_event": "no response could be read{said}: check --llm-provider against the API at {host}",
+    "unsupported_api": "the endpoint speaks another API{said}: check --llm-provider and the path of --host {host}",
     "provider_error": "the server reported an error in every stream{server}: look at the server behind {host}",
     "empty_response": "every stream ended with no output: check the model (--llm-model {model})",
-    "truncated": "every answer was cut short{server}: raise the request's max tokens, or send shorter prompts",
-    "schema_invalid": "no answer matched its JSON schema{server}: the model ({model}) does not keep to structured "
-    "output",
+    "truncated": "every answer was cut short{said}: raise the request's max tokens, or send shorter prompts",
+    "schema_invalid": "no answer matched its JSON schema{said}: the model ({model}) does not keep to structured output",
     "nondeterministic": "every repeated request got another answer: the endpoint is not deterministic at temperature 0",
-    "oversized": "every response crossed a size cap{server}: raise the cap the message names",
-    "internal_error": "an error of loadlib's own on every attempt{server}: please report it",
+    "oversized": "every response crossed a size cap{said}: raise the cap the message names",
+    "internal_error": "an error of loadlib's own on every attempt{said}: please report it",
 }
 OTHER = "see the errors by class above and Locust's error report"
 
 
 def no_success(summary: Mapping[str, Any], samples: Mapping[str, str] | None = None) -> str | None:
     """The verdict's line for a run in which no attempt succeeded and some failed, else None. `samples` holds a
-    server message per error class (Locust's error report), for the hint: the context a server states, its words."""
+    message per error class (Locust's error report: the server's words, or the client's), for the hint: the context
+    a server states, what it said."""
     total = summary.get("total") or {}
     failed = int(total.get("errors_total") or 0)
     if not failed or total.get("ok"):
@@ -77,6 +78,7 @@ def hint(error_class: str, summary: Mapping[str, Any], samples: Mapping[str, str
     said = samples.get(error_class)
     return HINTS.get(error_class, OTHER).format(
         server=f' (the server: "{_short(said)}")' if said else "",
+        said=f' ("{_short(said)}")' if said else "",
         host=meta.get("host") or "(the --host)",
         model=meta.get("model") or "?",
         **_context(summary, said),

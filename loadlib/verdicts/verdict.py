@@ -267,8 +267,9 @@ def lost(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def lines(results: list[dict[str, Any]], outcome: dict[str, Any] | None) -> list[str]:
     """The console's verdict table: one line per threshold, then the verdict with its exit code (always the code the
-    process exits with: every path that sets one goes through a verdict)."""
-    if outcome is None:
+    process exits with: every path that sets one goes through a verdict). Without an outcome yet (the web UI during
+    a run whose thresholds none could judge so far: Locust's rule would decide) the table alone."""
+    if outcome is None and not results:
         return []
     out = [f"  {_mark(r)}  {r['expression']}: {r['reason']}" for r in results]
     skipped = len(not_judged_defaults(results))
@@ -277,7 +278,8 @@ def lines(results: list[dict[str, Any]], outcome: dict[str, Any] | None) -> list
             f"  ({skipped} scenario SLO default{'s' * (skipped > 1)} not judged: too few samples in this run; "
             "defaults you did not write decide nothing until they can be judged)"
         )
-    return ["Thresholds:", *out, verdict_line(outcome)] if results else [verdict_line(outcome)]
+    said = [verdict_line(outcome)] if outcome is not None else []
+    return ["Thresholds:", *out, *said] if results else said
 
 
 def verdict_line(outcome: dict[str, Any]) -> str:

@@ -183,6 +183,11 @@ def test_scenario_defaults_none_could_judge_leave_the_run_to_locusts_rule() -> N
         "exit_code": 1,
         "reasons": ["3 failed requests (none of the 2 scenario SLO defaults could be judged: Locust's rule)"],
     }
+    assert lines(SKIPPED, None)[:2] == [
+        "Thresholds:",
+        "  skip  ttft{scenario=chat} p95 < 1s: ttft{scenario=chat} p95 < 1s judged None",
+    ], "the web UI shows the table while Locust's rule would decide"
+    assert not any(line.startswith("Verdict:") for line in lines(SKIPPED, None))
     clean = no_verdict(0, 0, {"thresholds": SKIPPED[:1]})
     assert clean["reasons"] == ["no failed request (the scenario SLO default could not be judged: Locust's rule)"]
     assert verdict([*SKIPPED, result("ttft p95 < 1s", None)], {})["status"] == "invalid", "yours stay strict"
