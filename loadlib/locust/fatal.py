@@ -5,19 +5,24 @@ Locust side is in loadlib.locust.install."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from time import perf_counter
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 10.0
+WAKE_AFTER_S = 0.05  # a user backing off wakes this long after the window's end, so its attempt falls past it
 
 
-def backoff_s(consecutive: int) -> float:
-    """How long a user waits after its `consecutive`-th fatal failure in a row: 0.5 s doubling to 10 s."""
+def backoff_s(consecutive: int, due_in: float = math.inf) -> float:
+    """How long a user waits after its `consecutive`-th fatal failure in a row: 0.5 s doubling to 10 s, but never
+    past the fatal-stop window's end (`due_in`, FatalStop.due_in): its next attempt then lets the watch decide at the
+    window's end. Without that cap a run of a few seconds whose every request fails (a wrong key) ended, its users
+    all asleep in a backoff, before any attempt came after the window, and passed instead of stopping."""
     if consecutive <= 0:
         return 0.0
-    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (consecutive - 1))
+    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (consecutive - 1), due_in + WAKE_AFTER_S)
 
 
 class FatalStop:
@@ -54,6 +59,13 @@ class FatalStop:
             f"all {self.attempts} requests of the first {elapsed:.0f} s failed: {worst} (stopping; "
             "--llm-stop-on-fatal-s 0 keeps going)"
         )
+
+    def due_in(self) -> float:
+        """Seconds until the window ends while the watch may still stop the run; inf before the first attempt (the
+        window starts with it) and once decided."""
+        if self.decided or self.started is None:
+            return math.inf
+        return max(0.0, self.started + self.window_s - self.clock())
 
     def client_fault(self, message: str | None) -> str | None:
         """A failure of the load generator itself (loadlib.transport.open_files): the stop message the first time,

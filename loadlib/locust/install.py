@@ -33,7 +33,7 @@ from loadlib.locust.csv_final import write_final_csv
 from loadlib.locust.drills import DRILL_MESSAGE, DrillDriver, start_pool_mocks, stop_mocks
 from loadlib.locust.embedded_mock import start_embedded_mock
 from loadlib.locust.report_out import records_for_report, write_report
-from loadlib.locust.verdict_part import thresholds_from_options
+from loadlib.locust.verdict_part import failure_samples, thresholds_from_options
 from loadlib.locust.weblogin import credentials
 from loadlib.metrics.summary import with_histograms
 from loadlib.outputs.junit import write_junit
@@ -403,7 +403,8 @@ def _locust_rule(ctx: RunContext) -> dict[str, Any]:
         code = int(ctx.options.locust.exit_code_on_error)
     elif locust_log.unhandled_greenlet_exception:
         code = 2
-    return verdicts.no_verdict(int(runner.stats.total.num_failures), code, ctx.final_summary)
+    samples = failure_samples(runner.stats.errors)
+    return verdicts.no_verdict(int(runner.stats.total.num_failures), code, ctx.final_summary, samples)
 
 
 def on_quit(ctx: RunContext) -> None:

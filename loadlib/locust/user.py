@@ -365,7 +365,7 @@ class LLMUser(FastHttpUser):
             stop_run(self.run_context, verdict)
         self._fatal_streak = self._fatal_streak + 1 if fatal or outcome.client_fault else 0
         if self._fatal_streak:
-            wait(backoff_s(self._fatal_streak))
+            wait(backoff_s(self._fatal_streak, watch.due_in()))
 
     def _count_prompt(self, req: ChatRequest) -> int:
         """tiktoken count of the request's prompt, in a thread (as `_estimate_completion`), once per request: its

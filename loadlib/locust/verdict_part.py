@@ -5,10 +5,13 @@ summary, the console and the web UI. Workers hold nothing here."""
 
 from __future__ import annotations
 
+import ast
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loadlib.errors import ConfigError
+from loadlib.errors import ConfigError, ErrorClass
 from loadlib.locust.parts import Node, NodePart
 from loadlib.metrics.confidence import DEFAULT_LEVEL
 from loadlib.metrics.summary_types import Summary
@@ -60,6 +63,36 @@ def _check_goodput(thresholds: Sequence[Threshold], options: Options) -> None:
             )
 
 
+_REPR = re.compile(r"^\w+\((.*)\)$", re.S)
+CLASSES = frozenset(c.value for c in ErrorClass)
+
+
+def failure_samples(errors: Mapping[str, Any]) -> dict[str, str]:
+    """The message Locust's error report holds most often for each error class (`LLMRequestError("http_5xx: ...")`,
+    an exception on a local runner, its repr as a string on a master): what the server said, for the verdict's line
+    when nothing succeeded. Entries that are not an attempt's failure (a locustfile's exception) are left out."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for entry in errors.values():
+        error_class, _, message = _failure_text(getattr(entry, "error", None)).partition(": ")
+        if error_class in CLASSES and message:
+            counts[(error_class, message)] += int(getattr(entry, "occurrences", 0) or 0)
+    out: dict[str, str] = {}
+    for (error_class, message), _ in counts.most_common():
+        out.setdefault(error_class, message)
+    return out
+
+
+def _failure_text(error: Any) -> str:
+    if not isinstance(error, str):
+        return str(error) if isinstance(error, Exception) else ""
+    found = _REPR.match(error)
+    try:
+        inner = ast.literal_eval(found.group(1)) if found else None
+    except (ValueError, SyntaxError):
+        return ""
+    return inner if isinstance(inner, str) else ""
+
+
 class VerdictPart(NodePart):
     """How the run ended, for its verdict: `aborted` is set by the abort watch (loadlib.locust.abort) when a lost
     threshold stopped the run, `interrupted` at quit when a signal ended a test that was still running, `fatal` (the
@@ -76,6 +109,7 @@ class VerdictPart(NodePart):
         self.baseline: Baseline | None = None  # --llm-baseline, for thresholds against it
         self.confidence: float | None = None  # judge percentiles by their interval at this level (--llm-threshold-ci)
         self.level = DEFAULT_LEVEL  # --llm-confidence: thresholds against the baseline share 1 - this
+        self.failures: Any = None  # Locust's request statistics: its error report, what servers said
 
     def start(self, ctx: Node) -> None:
         self.aborted, self.interrupted, self.fatal = None, False, None
@@ -86,6 +120,7 @@ class VerdictPart(NodePart):
             self.confidence = self.level if ctx.options.llm_threshold_ci else None
             stats = getattr(getattr(ctx, "stats", None), "stats", None)  # the run context's StatsPart
             self.histograms = stats_histograms(stats) if stats is not None else None
+            self.failures = getattr(getattr(ctx, "environment", None), "stats", None)
 
     def summarize(self, summary: Summary) -> None:
         summary["aborted"] = self.aborted
@@ -101,11 +136,15 @@ class VerdictPart(NodePart):
             baseline=self.baseline,
             level=self.level,
         )
-        outcome = verdicts.verdict(results, summary)
+        outcome = verdicts.verdict(results, summary, self.samples())
         if results:
             summary["thresholds"] = results
         if outcome is not None:
             summary["verdict"] = outcome
+
+    def samples(self) -> dict[str, str]:
+        """A server message per error class, from Locust's error report (merged from the workers on a master)."""
+        return failure_samples(getattr(self.failures, "errors", None) or {})
 
     def lines(self, summary: dict[str, Any]) -> list[str]:
         return verdicts.lines(summary.get("thresholds") or [], summary.get("verdict"))

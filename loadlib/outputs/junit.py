@@ -160,7 +160,7 @@ def verdict_cases(summary: Mapping[str, Any]) -> list[Case]:
         message = f"aborted after {aborted.get('after_s', 0):.1f} s (--llm-abort-on-fail)"
         detail = "\n".join(str(r) for r in aborted.get("reasons") or [])
         return [Case("run verdict", "loadlib.run", "failure", message, detail, "aborted")]
-    if status == "errors":  # no thresholds: Locust's rule failed the run on its failed requests
+    if status == "errors":  # no thresholds (or none judged): Locust's rule failed the run on its failed requests
         reason = "; ".join(str(r) for r in verdict.get("reasons") or [])
         return [Case("run verdict", "loadlib.run", "failure", reason, reason, "errors")]
     if status not in BAD_VERDICTS:

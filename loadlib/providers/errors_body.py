@@ -100,6 +100,36 @@ def not_json(what: str, data: bytes) -> str:
     return f"{what} is not JSON ({len(data)} bytes)"
 
 
+# The model's context window as servers state it in a context-length error: "maximum context length is 4096 tokens"
+# (OpenAI, vLLM), "maximum model length of 4096" (vLLM's V1 engine), "prompt is too long: 210000 tokens > 200000
+# maximum" and "exceed context limit: 197000 + 8192 > 200000" (Anthropic), "must be <= 4096" (TGI), "maximum number
+# of tokens allowed (1048576)" (Gemini), "with 32768 maximum context length" (Mistral), "n_ctx = 4096" (llama.cpp's
+# error fields, when a gateway repeats them in the message).
+_CONTEXT_LIMITS = tuple(
+    re.compile(p, re.I)
+    for p in (
+        r"maximum context length is (\d[\d,]*)",
+        r"maximum model length (?:is |of )?(\d[\d,]*)",
+        r"> ?(\d[\d,]*) maximum",
+        r"context limit: [\d\s+,]*> ?(\d[\d,]*)",
+        r"must be <= ?(\d[\d,]*)",
+        r"maximum number of tokens allowed \((\d[\d,]*)\)",
+        r"(\d[\d,]*) maximum context length",
+        r"n_ctx\W{0,4}(\d+)",
+        r"context (?:window|size|limit) (?:is |of )?\(?(\d[\d,]*) tokens",
+    )
+)
+
+
+def context_limit_in(message: str | None) -> int | None:
+    """The context window a server's context-length error states, in tokens; None when it states none."""
+    for pattern in _CONTEXT_LIMITS:
+        found = pattern.search(message or "")
+        if found:
+            return int(found.group(1).replace(",", ""))
+    return None
+
+
 def is_context_length(*parts: str | None) -> bool:
     text = " ".join(p for p in parts if p).lower()
     return any(phrase in text for phrase in _CONTEXT_PHRASES)

@@ -134,7 +134,9 @@ def cells(x: Line) -> tuple[str, ...]:
 
 
 def headline(t: Table) -> str:
-    """The verdict: regressed (which), or no regression."""
+    """The verdict: regressed (which), no regression, or nothing judged (never read as no regression)."""
+    if not t.judged:
+        return nothing_judged(t)
     if t.regressed:
         which = ", ".join(f"{x.row} {x.metric} {x.percentile}" for x in t.regressed[:5])
         more = f" and {len(t.regressed) - 5} more" if len(t.regressed) > 5 else ""
@@ -142,6 +144,20 @@ def headline(t: Table) -> str:
     improved = sum(1 for x in t.lines if x.change.verdict == IMPROVED)
     extra = f"; {improved} improved" if improved else ""
     return f"no regression in {t.judged} comparisons{extra}"
+
+
+def nothing_judged(t: Table) -> str:
+    """`NOT JUDGED: ...`: no comparison had the requests its percentile needs on both sides, or the sides share no
+    row; says what would let one be judged."""
+    if not t.lines:
+        return "NOT JUDGED: the baseline and the candidate share no row with the metrics asked for (see not compared)"
+    least = min(t.lines, key=lambda x: (required(x.percentile), min(x.n_base, x.n_cand)))
+    return (
+        f"NOT JUDGED: none of the {len(t.lines)} comparisons had the requests its percentile needs on both sides "
+        f"(a {least.percentile} needs {required(least.percentile):,}; {least.row} {least.metric} has "
+        f"{least.n_base:,} in the baseline, {least.n_cand:,} in the candidate): run longer, or pool repeats "
+        "(--baseline A --baseline A2, several candidates)"
+    )
 
 
 def method(t: Table) -> str:

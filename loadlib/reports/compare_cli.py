@@ -4,7 +4,8 @@
 Reads run summaries (--llm-summary), treats every endpoint in them as a candidate, and writes the side-by-side
 comparison, the latency–cost chart with its Pareto front and the verdict against the bars (docs/comparison.md).
 Exit codes: 0 an endpoint is recommended (on every bar, or with --recommend-known on the bars that are known), 1 none
-is, 2 bad input (one line on stderr, no traceback). Against a baseline: 0 no regression, 1 a regression, 2 bad input.
+is, 2 bad input (one line on stderr, no traceback). Against a baseline: 0 no regression, 1 a regression, 2 bad input,
+3 nothing could be judged (too few requests on a side, or no row both have: as a run's `invalid`).
 This module is the edge: argument parsing, reading and writing files, printing; the rest is pure."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from loadlib.reports.compare_render import front_text, html_report, markdown_rep
 from loadlib.verdicts.baseline_file import load_baseline
 
 DEFAULTS = Bars()
+NOT_JUDGED_EXIT = 3  # as a run whose thresholds could not be judged (docs/outputs.md, "Exit codes")
 OFF = ("off", "none")
 
 
@@ -57,7 +59,8 @@ def compare_main(argv: Sequence[str]) -> int:
 
 
 def _against_baseline(args: argparse.Namespace) -> int:
-    """The regression table on stdout (and as Markdown to --markdown): 0 without a regression, 1 with one."""
+    """The regression table on stdout (and as Markdown to --markdown): 0 without a regression, 1 with one, 3 when
+    no comparison could be judged."""
     what = "compare"
     base, cand = load_baseline(args.baseline, what), load_baseline(args.summaries, what)
     table = baseline.build(
@@ -73,6 +76,8 @@ def _against_baseline(args: argparse.Namespace) -> int:
     if args.markdown:
         Path(args.markdown).write_text(baseline.markdown(table, *labels), encoding="utf-8")
     sys.stdout.write(baseline.text(table, *labels))
+    if not table.judged:
+        return NOT_JUDGED_EXIT
     return 1 if table.regressed else 0
 
 
@@ -183,7 +188,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SUMMARY",
         help="compare the SUMMARYs (pooled) against this baseline run instead (repeat to pool its repeats): a table "
         "of regressed / improved / no significant change per row, metric and percentile with both intervals; exit "
-        "1 on a regression (docs/baseline.md)",
+        "1 on a regression, 3 when nothing could be judged (docs/baseline.md)",
     )
     p.add_argument("--tolerance", default="0%", help="with --baseline: a change within it is none (default 0%%)")
     p.add_argument("--false-alarm", default="5%", help="with --baseline: the table's false-alarm budget (5%%)")

@@ -1,7 +1,9 @@
 """The run's verdict and exit code (docs/outputs.md, "Exit codes"), from threshold results and the summary. Pure.
 
-Thresholds decide only when a run has some (thresholds or drills); without them Locust's own rule stays (any failed
-request: exit 1), so a run without thresholds keeps the exit code it always had.
+Thresholds decide only when a run has some that could be judged (or drills); without them Locust's own rule stays
+(any failed request: exit 1), so a run without thresholds keeps the exit code it always had, and a run whose only
+thresholds are scenario SLO defaults too short to judge is not passed by them. A run in which no request succeeded is
+never a pass, either way (loadlib.verdicts.no_success).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loadlib.metrics.summary_types import Outcome
+from loadlib.verdicts.no_success import no_success
 from loadlib.verdicts.thresholds import METRICS
 
 # 130 = 128 + SIGINT, what a shell reports for a command stopped with Ctrl-C (SIGTERM gives the same here); 2 is
@@ -26,9 +29,12 @@ EXIT_CODES = {
 }
 
 
-def verdict(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> Outcome | None:
-    """{"status", "exit_code", "reasons"}, or None when nothing decides (no thresholds, no drills, a complete run
-    that ended on its own): then Locust's rule stays (`no_verdict`).
+def verdict(
+    results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], samples: Mapping[str, str] | None = None
+) -> Outcome | None:
+    """{"status", "exit_code", "reasons"}, or None when nothing decides (no thresholds, or only scenario SLO defaults
+    that could not be judged; no drills; a complete run that ended on its own): then Locust's rule stays
+    (`no_verdict`). `samples`: a server message per error class, for the line of a run in which nothing succeeded.
 
     In order, the first that applies decides:
     - `not_started`: the workers it waited for never came (`summary["not_started"]`);
@@ -39,23 +45,26 @@ def verdict(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) ->
     - `invalid`: a test ran but no attempt completed (every one was cut off by its end, or none was sent): there is
       nothing to judge, even without thresholds;
     - `invalid`: the client was saturated (no number can be trusted), or a capacity search finished no step;
-    - `fail`: a judged threshold failed, a drill missed its targets, a lost threshold aborted the run, or a
-      capacity search found less than its gate (a capacity run judges its thresholds per step and its client per
-      step: its whole-run saturation does not make it invalid); a failure that was measured stands even when other
-      thresholds could not be judged;
+    - `fail`: no request succeeded (the line names the error class and what to set), a judged threshold failed, a
+      drill missed its targets, a lost threshold aborted the run, or a capacity search found less than its gate (a
+      capacity run judges its thresholds per step and its client per step: its whole-run saturation does not make
+      it invalid); a failure that was measured stands even when other thresholds could not be judged;
     - `invalid`: a threshold the user gave could not be judged (too few samples, no matching requests);
     - `pass`. A scenario's SLO default that could not be judged is reported "not judged" and decides nothing: the
-      user did not ask for it, and a short first run should not end invalid with zero errors."""
+      user did not ask for it, and a short first run should not end invalid with zero errors. When nothing else
+      decides either, Locust's rule does (`no_verdict`): a run with failed requests and nothing judged fails."""
     drills = (summary.get("failover") or {}).get("drills") or []
     integrity = summary.get("integrity") or {}
     incomplete = [f"run incomplete: {r}" for r in integrity.get("reasons") or []]
     stopped = _stopped(summary)
     empty = _nothing_completed(summary)
     capacity = summary.get("capacity")
-    decides = results or drills or incomplete or stopped or summary.get("interrupted") or empty or capacity
+    judged = _decisive(results) or summary.get("aborted")
+    decides = judged or drills or incomplete or stopped or summary.get("interrupted") or empty or capacity
     if not decides:
         return None
-    failed = _failed(results, drills, summary.get("aborted")) + _capacity_failed(capacity)
+    nothing = [line] if (line := no_success(summary, samples)) else []
+    failed = nothing + _failed(results, drills, summary.get("aborted")) + _capacity_failed(capacity)
     untrusted = [*empty, *_capacity_unmeasured(capacity), *([] if capacity else _saturated(summary))]
     unjudged = [] if summary.get("aborted") else _unjudged(results)
     if stopped:
@@ -73,6 +82,12 @@ def verdict(results: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) ->
     else:
         status, reasons = "pass", _capacity_held(capacity)
     return {"status": status, "exit_code": EXIT_CODES[status], "reasons": reasons}
+
+
+def _decisive(results: Sequence[Mapping[str, Any]]) -> bool:
+    """Thresholds decide when one was judged, or one of the user's own could not be (`invalid`); scenario SLO
+    defaults that could not be judged alone leave the run to Locust's rule."""
+    return any(r["passed"] is not None or not r.get("origin") for r in results)
 
 
 def _stopped(summary: Mapping[str, Any]) -> tuple[str, list[str]] | None:
@@ -205,17 +220,35 @@ def _interrupted(summary: Mapping[str, Any]) -> str:
     )
 
 
-def no_verdict(errors: int, exit_code: int, summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The verdict of a run without thresholds or drills: Locust's own rule (any failed request: exit code 1, or
-    --exit-code-on-error), status `errors` when it fails. A saturated client does not change the code (no number
-    was judged), but the verdict line says so: a pass beside untrustworthy latencies must not read as a clean run."""
-    untrusted = [f"{why} (without thresholds it does not set the exit code)" for why in _saturated(summary or {})]
+def no_verdict(
+    errors: int, exit_code: int, summary: Mapping[str, Any] | None = None, samples: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The verdict of a run without thresholds or drills (or whose scenario SLO defaults could none be judged):
+    Locust's own rule (any failed request: exit code 1, or --exit-code-on-error), status `errors` when it fails. A run
+    in which no request succeeded is never a pass: its line names the cause, and it exits 1 even with
+    --exit-code-on-error 0 (which allows failed requests, not a run without an answer). A saturated client does not
+    change the code (no number was judged), but the verdict line says so: a pass beside untrustworthy latencies must
+    not read as a clean run."""
+    summary = summary or {}
+    untrusted = [f"{why} (without thresholds it does not set the exit code)" for why in _saturated(summary)]
+    rule = _locust_rule_said(summary)
+    nothing = no_success(summary, samples)
+    if nothing:
+        return {"status": "errors", "exit_code": exit_code or 1, "reasons": [f"{nothing} ({rule})", *untrusted]}
     if exit_code == 0:
-        reasons = ["no failed request (no thresholds: Locust's rule)", *untrusted]
-        return {"status": "pass", "exit_code": 0, "reasons": reasons}
+        allowed = f"{errors} failed requests, allowed by --exit-code-on-error 0" if errors else "no failed request"
+        return {"status": "pass", "exit_code": 0, "reasons": [f"{allowed} ({rule})", *untrusted]}
     what = f"{errors} failed requests" if errors else "an unexpected error in Locust or a locustfile (see the log)"
-    reasons = [f"{what} (no thresholds: Locust's rule)", *untrusted]
-    return {"status": "errors", "exit_code": exit_code, "reasons": reasons}
+    return {"status": "errors", "exit_code": exit_code, "reasons": [f"{what} ({rule})", *untrusted]}
+
+
+def _locust_rule_said(summary: Mapping[str, Any]) -> str:
+    """Why Locust's rule decides: no thresholds, or none that could be judged."""
+    skipped = len(not_judged_defaults(list(summary.get("thresholds") or [])))
+    if not skipped:
+        return "no thresholds: Locust's rule"
+    which = "the scenario SLO default" if skipped == 1 else f"none of the {skipped} scenario SLO defaults"
+    return f"{which} could{' not' * (skipped == 1)} be judged: Locust's rule"
 
 
 def lost(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -234,8 +267,9 @@ def lost(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def lines(results: list[dict[str, Any]], outcome: dict[str, Any] | None) -> list[str]:
     """The console's verdict table: one line per threshold, then the verdict with its exit code (always the code the
-    process exits with: every path that sets one goes through a verdict)."""
-    if outcome is None:
+    process exits with: every path that sets one goes through a verdict). Without an outcome yet (the web UI during
+    a run whose thresholds none could judge so far: Locust's rule would decide) the table alone."""
+    if outcome is None and not results:
         return []
     out = [f"  {_mark(r)}  {r['expression']}: {r['reason']}" for r in results]
     skipped = len(not_judged_defaults(results))
@@ -244,7 +278,8 @@ def lines(results: list[dict[str, Any]], outcome: dict[str, Any] | None) -> list
             f"  ({skipped} scenario SLO default{'s' * (skipped > 1)} not judged: too few samples in this run; "
             "defaults you did not write decide nothing until they can be judged)"
         )
-    return ["Thresholds:", *out, verdict_line(outcome)] if results else [verdict_line(outcome)]
+    said = [verdict_line(outcome)] if outcome is not None else []
+    return ["Thresholds:", *out, *said] if results else said
 
 
 def verdict_line(outcome: dict[str, Any]) -> str:

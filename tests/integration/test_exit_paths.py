@@ -81,6 +81,13 @@ def paths(dead: str) -> list[ExitPath]:
         ExitPath("fail", ("--llm-threshold", "requests > 1000000", *QUICK), "FAIL", 99, "requests > 1000000"),
         ExitPath("invalid", ("--llm-threshold", f"{NOTHING} < 1s", *QUICK), "INVALID", 3, NOTHING),
         ExitPath("short run, defaults only", (*SLO_ON, *QUICK), "PASS", 0),
+        ExitPath(
+            "nothing succeeded, defaults too short to judge",
+            (*SLO_ON, "--llm-mock", "fault=http_500", "--arrival-rate", "2", "--arrival-process", "constant"),
+            "ERRORS",
+            1,
+            "no request succeeded",
+        ),
         ExitPath("interrupted", (*QUICK, *RECORDS), "INTERRUPTED", 130, during=interrupt, seconds=30),
         ExitPath("dead endpoint", ("--host", dead, "--llm-api-key-env", "none"), "FATAL", 2, dead, seconds=20),
         ExitPath(
@@ -88,7 +95,7 @@ def paths(dead: str) -> list[ExitPath]:
             ("--host", dead, "--llm-api-key-env", "none", "--llm-stop-on-fatal-s", "0", *SLO_ON),
             "FAIL",
             99,
-            "error_rate",
+            "no request succeeded",  # before its failed error_rate: the cause and what to set
         ),
         ExitPath(
             "output not written",

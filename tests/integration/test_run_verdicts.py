@@ -1,6 +1,7 @@
 """Verdicts of whole runs beyond pass and fail: a scenario's SLO defaults decide its exit code (0 when they hold, 99
 naming the one that failed); abort-on-fail stops a real distributed run (master + 2 workers) within its delay + 2 s
-and still writes every output naming the lost threshold; a run stopped by a signal is `interrupted` (exit 130)."""
+and still writes every output naming the lost threshold; a run stopped by a signal is `interrupted` (exit 130); a
+run in which no request succeeded is never a pass, and its line names the cause (issues 35, 36)."""
 
 from __future__ import annotations
 
@@ -96,3 +97,63 @@ def test_a_scenario_exits_99_naming_the_slo_it_missed(tmp_path: Path) -> None:
     failed = [t for t in s["thresholds"] if t["passed"] is False]
     assert [t["expression"] for t in failed] == ["schema_valid >= 99%"] and 0.8 < failed[0]["value"] < 0.97
     assert rc == 99 and s["verdict"]["reasons"][0].startswith("schema_valid >= 99%"), s["verdict"]
+
+
+def verdict_line(out: str) -> str:
+    (line,) = [x for x in out.splitlines() if x.startswith("Verdict: ")]
+    return line
+
+
+def test_every_request_a_500_and_defaults_too_short_to_judge_is_no_pass(tmp_path: Path) -> None:
+    """Issue 36: 12 of 12 http_5xx, both chat SLO defaults skipped for want of samples, and the run passed."""
+    summary = tmp_path / "s.json"
+    slow = ("--arrival-rate", "3", "--arrival-process", "constant")  # ~9 requests: under the 20 an error rate needs
+    cmd = locust_cmd(*headless(2, 3), "--scenario-slo", "on", "--llm-mock", "fault=http_500", *slow)
+    p = run([*cmd, "--llm-summary", str(summary)], timeout=60)
+    s = load(summary)
+    line = verdict_line(p.stdout)
+    assert p.returncode == 1 and s["verdict"]["status"] == "errors", (p.returncode, line)
+    failed = s["total"]["errors_total"]
+    assert 0 < failed < 20 and s["total"]["ok"] == 0 and s["total"]["errors"] == {"http_5xx": failed}
+    assert line.startswith(f"Verdict: ERRORS (exit code 1): no request succeeded ({failed} failed: http_5xx {failed}")
+    assert '(the server: "The server had an error' in line and "look at the server behind" in line
+    assert line.endswith("(none of the 2 scenario SLO defaults could be judged: Locust's rule)"), line
+    assert [t["passed"] for t in s["thresholds"]] == [None, None]
+
+
+def long_document(tmp_path: Path, doc_tokens: str) -> tuple[int, str, dict]:
+    """long_document against the mock's 4,096-token model (`mock-4k`), its SLO defaults on."""
+    summary = tmp_path / f"s-{doc_tokens}.json"
+    args = ("--llm-model", "mock-4k", "--doc-tokens", doc_tokens, "--llm-mock", "ttft_ms=5,itl_ms=1")
+    cmd = locust_cmd(*headless(1, 3), "--scenario-slo", "on", *args, locustfile="locustfiles/long_document.py")
+    p = run([*cmd, "--llm-summary", str(summary)], timeout=90)
+    return p.returncode, verdict_line(p.stdout), load(summary)
+
+
+def test_long_documents_beyond_the_context_exit_non_zero_naming_it_and_ones_that_fit_pass(tmp_path: Path) -> None:
+    """Issue 35: every document over a 4,096-token context (`fits 0`) passed with exit 0."""
+    rc, line, s = long_document(tmp_path, "8000,16000")
+    whole = s["scenarios"]["long_document"]["whole"]
+    assert rc == 1 and whole["fits"] == 0 and whole["context_length_exceeded"] == s["total"]["errors_total"] > 0
+    failed = s["total"]["errors_total"]
+    assert line.startswith(f"Verdict: ERRORS (exit code 1): no request succeeded ({failed:,} failed: context_length")
+    assert "every prompt was over the model's context (4,096 tokens, says the server)" in line, line
+    assert "send shorter documents (--doc-tokens under 4,096" in line, line
+    rc, line, s = long_document(tmp_path, "1000,2000")
+    whole = s["scenarios"]["long_document"]["whole"]
+    assert rc == 0 and whole["fits"] > 0 and whole["context_length_exceeded"] == 0, (rc, line, whole)
+    assert line.startswith("Verdict: PASS (exit code 0)"), line
+
+
+def test_a_wrong_key_stops_a_short_run_at_the_windows_end(tmp_path: Path, hostile) -> None:
+    """Issue 36: 8 of 8 HTTP 401 in a 6 s run, and a pass: the users' backoff (0.5, 1, 2, 4 s) slept past the 5 s
+    window and the end of the run. Now the stop comes at the window's end."""
+    server = hostile("unauthorized")
+    summary = tmp_path / "s.json"
+    cmd = locust_cmd(*headless(2, 6), "--host", server.url, "--scenario-slo", "on", "--llm-summary", str(summary))
+    p = run(cmd, timeout=60, env=env(OPENAI_API_KEY="sk-wrong-0000"))
+    s = load(summary)
+    assert p.returncode == 2 and s["verdict"]["status"] == "fatal", (p.returncode, s["verdict"])
+    assert "all " in s["fatal"] and "HTTP 401" in s["fatal"] and "$OPENAI_API_KEY" in s["fatal"]
+    assert 5.0 <= s["duration_s"] < 5.9, s["duration_s"]
+    assert "sk-wrong-0000" not in p.stdout + p.stderr

@@ -46,3 +46,17 @@ def test_a_failure_of_the_load_generator_stops_at_once_and_is_said_once() -> Non
     assert "not the endpoint's" in said
     assert watch.client_fault("this load generator ran out of open files (EMFILE: ...)") is None
     assert FatalStop(5.0).client_fault(None) is None
+
+
+def test_a_user_backing_off_wakes_at_the_windows_end_so_the_stop_is_not_late() -> None:
+    """A wrong key, -t 6s: backoffs of 0.5, 1, 2 and 4 s put the fifth attempt at 7.5 s, after the end of the run."""
+    clock = Clock()
+    watch = FatalStop(5.0, clock)
+    assert watch.due_in() == float("inf"), "the window starts with the first attempt"
+    attempts = 0
+    while (said := watch.observe("HTTP 401 from x")) is None:
+        attempts += 1
+        clock.t += backoff_s(attempts, watch.due_in())
+        assert attempts < 10
+    assert clock.t - 100.0 < 5.1 and "all 5 requests of the first 5 s" in said, (clock.t, said)
+    assert watch.due_in() == float("inf") and backoff_s(5, watch.due_in()) == 8.0, "decided: the plain backoff"

@@ -51,8 +51,28 @@ def test_the_other_way_round_is_an_improvement(files: dict[str, str], capsys: py
 
 
 def test_too_few_requests_are_not_judged(files: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
-    assert compare_main(["--baseline", files["tiny"], files["slow"], "--percentiles", "p95"]) == 0
-    assert "not judged: too few requests (30; a p95 needs 100 on each side)" in capsys.readouterr().out
+    assert compare_main(["--baseline", files["tiny"], files["a"], "--percentiles", "p50,p95"]) == 0
+    out = capsys.readouterr().out
+    assert "not judged: too few requests (30; a p95 needs 100 on each side)" in out
+    assert "Verdict: no regression in 2 comparisons" in out, "the p50s were judged"
+
+
+def test_a_comparison_that_judged_nothing_says_so_and_exits_3(
+    files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not "no regression in 0 comparisons", exit 0: nothing was judged, as a run's `invalid` (exit code 3)."""
+    md = tmp_path / "cmp.md"
+    argv = ["--baseline", files["tiny"], files["slow"], "--percentiles", "p95", "--markdown", str(md)]
+    assert compare_main(argv) == 3
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert last == (
+        "Verdict: NOT JUDGED: none of the 2 comparisons had the requests its percentile needs on both sides (a p95 "
+        "needs 100; chat @ mock ttft has 30 in the baseline, 2,000 in the candidate): run longer, or pool repeats "
+        "(--baseline A --baseline A2, several candidates)"
+    )
+    assert md.read_text().startswith("### Against the baseline: NOT JUDGED: none of the 2 comparisons")
+    assert compare_main(["--baseline", files["a"], files["slow"], "--metrics", "tpot"]) == 3  # neither has tpot
+    assert "Verdict: NOT JUDGED: the baseline and the candidate share no row" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

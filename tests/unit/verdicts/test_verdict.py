@@ -154,3 +154,53 @@ def test_the_exit_code_table_of_outputs_md_is_the_verdicts_own() -> None:
     rows = re.findall(r"^\| (\d+) \| `(\w+)` \| (.+) \|$", section, flags=re.M)
     assert {(status, int(code)) for code, status, _ in rows} == {*EXIT_CODES.items(), ("errors", 1)}
     assert all(len(path) > 20 for _, _, path in rows), "each row says the path that produces it"
+
+
+FAILED_ALL = {"duration_s": 6.0, "total": {"count": 12, "ok": 0, "errors_total": 12, "errors": {"http_5xx": 12}}}
+SKIPPED = [
+    {**result("ttft{scenario=chat} p95 < 1s", None), "origin": "chat SLO"},
+    {**result("error_rate{scenario=chat} < 1%", None), "origin": "chat SLO"},
+]
+
+
+def test_a_run_in_which_no_request_succeeded_fails_whatever_its_thresholds_say() -> None:
+    out = verdict([result("requests > 5", True)], FAILED_ALL, {"http_5xx": "upstream timed out"})
+    assert out["status"] == "fail" and out["exit_code"] == 99
+    assert out["reasons"][0].startswith("no request succeeded (12 failed: http_5xx 12): the server failed every")
+    both = verdict([result("error_rate < 1%", False)], FAILED_ALL)
+    assert both["reasons"][0].startswith("no request succeeded") and both["reasons"][1].startswith("error_rate")
+    stopped = verdict([], {**FAILED_ALL, "interrupted": True})
+    assert stopped["status"] == "interrupted" and stopped["reasons"][1].startswith("no request succeeded")
+    assert verdict([], FAILED_ALL) is None, "without thresholds Locust's rule decides, and says the cause"
+
+
+def test_scenario_defaults_none_could_judge_leave_the_run_to_locusts_rule() -> None:
+    assert verdict(SKIPPED, {"duration_s": 6.0, "total": {"count": 12, "ok": 9, "errors_total": 3}}) is None
+    summary = {"thresholds": SKIPPED, "total": {"count": 12, "ok": 9, "errors_total": 3, "errors": {"http_5xx": 3}}}
+    out = no_verdict(3, 1, summary)
+    assert out == {
+        "status": "errors",
+        "exit_code": 1,
+        "reasons": ["3 failed requests (none of the 2 scenario SLO defaults could be judged: Locust's rule)"],
+    }
+    assert lines(SKIPPED, None)[:2] == [
+        "Thresholds:",
+        "  skip  ttft{scenario=chat} p95 < 1s: ttft{scenario=chat} p95 < 1s judged None",
+    ], "the web UI shows the table while Locust's rule would decide"
+    assert not any(line.startswith("Verdict:") for line in lines(SKIPPED, None))
+    clean = no_verdict(0, 0, {"thresholds": SKIPPED[:1]})
+    assert clean["reasons"] == ["no failed request (the scenario SLO default could not be judged: Locust's rule)"]
+    assert verdict([*SKIPPED, result("ttft p95 < 1s", None)], {})["status"] == "invalid", "yours stay strict"
+
+
+def test_without_a_verdict_a_run_in_which_nothing_succeeded_names_the_cause_and_never_exits_0() -> None:
+    out = no_verdict(12, 1, {**FAILED_ALL, "thresholds": SKIPPED})
+    assert out["status"] == "errors" and out["exit_code"] == 1
+    assert out["reasons"][0].startswith("no request succeeded (12 failed: http_5xx 12): the server failed every")
+    assert out["reasons"][0].endswith("(none of the 2 scenario SLO defaults could be judged: Locust's rule)")
+    allowed = no_verdict(12, 0, FAILED_ALL)  # --exit-code-on-error 0 allows errors, not a run without an answer
+    assert allowed["status"] == "errors" and allowed["exit_code"] == 1
+    some = no_verdict(3, 0, {"total": {"ok": 9, "errors_total": 3}})
+    assert some["status"] == "pass" and some["reasons"] == [
+        "3 failed requests, allowed by --exit-code-on-error 0 (no thresholds: Locust's rule)"
+    ]
