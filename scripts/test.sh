@@ -58,6 +58,26 @@ if [ $# -gt 0 ]; then
   litellm_ready
   exec python -m pytest -q "$@"
 fi
+# The real engine (docs/real-engine.md): vLLM on one CPU core, installed, built and started in the background while
+# the unit tests run (its install is mostly download, its start a minute of one core), stopped when the suite ends.
+# Its tier runs last, alone. Where it should run and does not start, the tier fails with the reason (never a skip);
+# LOADLIB_REAL_ENGINE=URL runs the tier against an engine of yours instead, =off skips it.
+engine_logs=$(mktemp -d)
+start_engine() {
+  local port
+  port=$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  bash scripts/real_engine.sh start "$port" >"$engine_logs/url" 2>"$engine_logs/err"
+}
+engine_ready() {
+  wait "$engine_start" && { export LOADLIB_REAL_ENGINE_OURS=1 LOADLIB_REAL_ENGINE; LOADLIB_REAL_ENGINE=$(tail -1 "$engine_logs/url"); } ||
+    export LOADLIB_REAL_ENGINE_FAILED="scripts/real_engine.sh start failed: $(tail -c 1500 "$engine_logs/err")"
+}
+engine_start=""
+if [ -z "${LOADLIB_REAL_ENGINE:-}" ] && [ "$(uname -s)" = Linux ] && [[ "$(uname -m)" =~ ^(x86_64|aarch64)$ ]]; then
+  trap 'bash scripts/real_engine.sh stop >/dev/null 2>&1 || true' EXIT
+  start_engine &
+  engine_start=$!
+fi
 # Unit tests in two plain pytest processes, one per core: pytest-xdist cannot run them, because Locust monkey-patches
 # threading when a test imports it and xdist's workers then wait on gevent locks their own reader thread cannot wake
 # (LoopExit, a crashed worker). The slow, self-contained checks (fuzzing, the type checker, the report) are one
@@ -76,6 +96,10 @@ wait "$unit_slow" || rc=$?
 cat "$unit_logs/rest.log" "$unit_logs/slow.log"
 rm -rf "$unit_logs"
 litellm_ready
-python -m pytest -q --durations=10 -n 2 --dist loadfile -m "not alone" tests/integration || rc=$?
-python -m pytest -q --durations=10 -m alone tests/integration || rc=$?
+python -m pytest -q --durations=10 -n 2 --dist loadfile -m "not alone" tests/integration \
+  --ignore=tests/integration/engine || rc=$?
+python -m pytest -q --durations=10 -m alone tests/integration --ignore=tests/integration/engine || rc=$?
+[ -z "$engine_start" ] || engine_ready
+python -m pytest -q --durations=10 tests/integration/engine || rc=$?
+rm -rf "$engine_logs"
 exit $rc

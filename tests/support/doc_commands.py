@@ -61,7 +61,7 @@ USERS_OPTIONS = ("-u", "--users")
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET)$")
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # What a marked command needs that this machine's tests do not have: the only words a `# needs:` marker may use.
-NEEDS = ("a real endpoint", "a Kubernetes cluster", "Docker", "an InfluxDB server")
+NEEDS = ("a real endpoint", "a Kubernetes cluster", "Docker", "an InfluxDB server", "a real engine")
 MARKER = re.compile(r"^needs:\s*(.*?)\s*(\(.*\))?$")
 PYTHON = re.compile(r"python(3(\.\d+)?)?")
 SHELL_SYNTAX = frozenset({"for", "while", "until", "done", "fi", "}", "esac"})
