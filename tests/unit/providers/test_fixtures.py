@@ -171,7 +171,7 @@ def test_chat_stream(name: str) -> None:
         numbers, rejected = expected_usage(name, raw_usage)
         assert (u.prompt_tokens, u.completion_tokens, u.cached_prompt_tokens, u.reasoning_tokens) == numbers
         assert u.rejected == rejected
-        assert u.cache_creation_tokens is None
+        assert u.cache_write_tokens is None
 
     finish = {int(k): v for k, v in exp["finish_reason_by_choice"].items()}
     assert result.finish_by_choice == finish
@@ -231,10 +231,11 @@ def test_messages_stream(name: str) -> None:
         merged = {**start, **final}
         u = result.usage
         assert u is not None
-        assert u.prompt_tokens == merged["input_tokens"]
+        cache = merged.get("cache_read_input_tokens", 0) + merged.get("cache_creation_input_tokens", 0)
+        assert u.prompt_tokens == merged["input_tokens"] + cache  # the whole prompt: input_tokens leaves out the cache
         assert u.completion_tokens == final["output_tokens"]
         assert u.cached_prompt_tokens == merged.get("cache_read_input_tokens")
-        assert u.cache_creation_tokens == merged.get("cache_creation_input_tokens")
+        assert u.cache_write_tokens == merged.get("cache_creation_input_tokens")
         assert u.reasoning_tokens is None
     assert result.finish_reason == exp["stop_reason"]
     assert result.terminal is (exp["stop_reason"] is not None)
