@@ -117,7 +117,7 @@ def messages_reference_flags(data: bytes) -> tuple[int, str]:
 
 def test_fixture_groups_cover_every_file() -> None:
     assert len(CHAT) == 34
-    assert len(MESSAGES) == 7
+    assert len(MESSAGES) == 9
     assert len(OTHER_APIS) == 11
     assert len(ERROR_BODIES) == 10
     on_disk = {p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*") if p.suffix in (".sse", ".json")}
@@ -209,6 +209,8 @@ def test_two_chunk_splits_give_identical_results(name: str) -> None:
 
 # --- Anthropic Messages -------------------------------------------------------------------------------------------
 
+MESSAGES_IDS = {"Anthropic": ("msg_", "claude"), "vLLM": ("chatcmpl-", "tiny-llama")}  # vLLM keeps its chat ids
+
 
 @pytest.mark.parametrize("name", MESSAGES)
 def test_messages_stream(name: str) -> None:
@@ -247,8 +249,9 @@ def test_messages_stream(name: str) -> None:
         assert flags == [ERROR]
     else:
         assert result.error is None
-        assert result.response_id and result.response_id.startswith("msg_")
-        assert result.model and result.model.startswith("claude")
+        id_prefix, model = MESSAGES_IDS[EXPECTED[name]["provider"]]
+        assert result.response_id and result.response_id.startswith(id_prefix)
+        assert result.model and result.model.startswith(model)
 
     reference = [messages_reference_flags(data) for _, data in events]
     assert flags == [f for f, _ in reference]
