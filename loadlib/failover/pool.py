@@ -319,7 +319,7 @@ def _prices(value: Any, place: Place) -> ModelPrice:
     )
 
 
-def _optional_price(data: dict[str, Any], key: str, place: Place) -> float | None:
+def _optional_price(data: Mapping[str, Any], key: str, place: Place) -> float | None:
     value = data.get(key)
     return None if value is None else number(value, place.key(key), 0.0)
 
