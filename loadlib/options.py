@@ -76,7 +76,7 @@ OPTIONS: tuple[Option, ...] = (
         "--llm-price-table",
         ENDPOINT,
         "",
-        "YAML price table (USD per million input/output/cached-input tokens per model); default: bundled.",
+        "YAML price table (USD per million input/output/cached-input/cache-write tokens per model); default: bundled.",
         web_ui=False,
     ),
     _o(

@@ -16,7 +16,7 @@ drill nobody asked for. Unknown keys are errors at every level (a typo must not 
         key_env: OPENAI_API_KEY # variable holding the key; default: the provider's; "none": no key
         priority: 2             # 1 is tried first; ties keep file order
         weight: 1               # > 0, for `weighted`
-        prices: {input: 0.15, output: 0.6}   # USD per million tokens (cached_input optional)
+        prices: {input: 0.15, output: 0.6}   # USD per million tokens (cached_input, cache_write optional)
         timeouts: {ttft: 10}    # seconds; keys connect, ttft, idle, total; missing ones from --llm-timeout-*
         admin_url: http://10.0.0.5:8000      # a standalone mock: drills break it through POST /mock/fault
         breaker_mode: normal    # forced_open (maintenance: sent nothing) or disabled (never opens)
@@ -85,7 +85,7 @@ TOP_KEYS = ("policy", "endpoints", "breaker", "retry", "hedge", "routing", "dril
 ENDPOINT_KEYS: tuple[str, ...] = ("name", "provider", "base_url", "model", "key_env", "priority", "weight", "prices")
 ENDPOINT_KEYS += ("timeouts", "mock", "admin_url", "breaker_mode")
 TIMEOUT_KEYS = ("connect", "ttft", "idle", "total")
-PRICE_KEYS = ("input", "output", "cached_input")
+PRICE_KEYS = ("input", "output", "cached_input", "cache_write")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _KEY_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _EXAMPLE = "{endpoints: [{name: primary, base_url: 'https://api.example.com/v1'}]}"
@@ -311,12 +311,17 @@ def _prices(value: Any, place: Place) -> ModelPrice:
     for key in ("input", "output"):
         if data.get(key) is None:
             place.fail(f"lacks {key!r} (USD per million tokens), e.g. {{input: 0.15, output: 0.6}}")
-    cached = data.get("cached_input")
     return ModelPrice(
         input=number(data["input"], place.key("input"), 0.0),
         output=number(data["output"], place.key("output"), 0.0),
-        cached_input=None if cached is None else number(cached, place.key("cached_input"), 0.0),
+        cached_input=_optional_price(data, "cached_input", place),
+        cache_write=_optional_price(data, "cache_write", place),
     )
+
+
+def _optional_price(data: Mapping[str, Any], key: str, place: Place) -> float | None:
+    value = data.get(key)
+    return None if value is None else number(value, place.key(key), 0.0)
 
 
 def _timeouts(value: Any, place: Place) -> dict[str, float]:

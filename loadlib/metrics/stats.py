@@ -62,6 +62,7 @@ COUNTERS = (
     "completion_tokens_total",
     "cached_prompt_tokens_total",
     "cache_reported_prompt_tokens_total",
+    "cache_write_tokens_total",
     "priced",
     "unpriced",
     "prompt_dev_over_10pct",
@@ -80,6 +81,7 @@ class LLMStatsEntry:
 
     __slots__ = (
         "cache_reported_prompt_tokens_total",
+        "cache_write_tokens_total",
         "cached_prompt_tokens_total",
         "cancelled",
         "completion_dev_over_10pct",
@@ -130,6 +132,7 @@ class LLMStatsEntry:
     completion_tokens_total: int
     cached_prompt_tokens_total: int
     cache_reported_prompt_tokens_total: int  # whole prompts (cached included) of attempts that reported a cached count
+    cache_write_tokens_total: int  # prompt tokens written to the cache (Anthropic's cache_creation_input_tokens)
     priced: int
     unpriced: int
     prompt_dev_over_10pct: int
@@ -357,6 +360,7 @@ def _add_totals(
     if cached is not None:
         e.cached_prompt_tokens_total += cached
         e.cache_reported_prompt_tokens_total += r.cache_reported_prompt_tokens or 0
+    e.cache_write_tokens_total += r.cache_write_tokens or 0
     if cost is not None:
         e.cost_usd += cost
         e.priced += 1

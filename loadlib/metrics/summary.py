@@ -142,6 +142,7 @@ def _row(e: LLMStatsEntry, duration_s: float, confidence: float, name: str | Non
         "cached_prompt_tokens": e.cached_prompt_tokens_total,
         "cache_reported_prompt_tokens": e.cache_reported_prompt_tokens_total,
         "cache_hit_rate": cache_hit_rate(e.cached_prompt_tokens_total, e.cache_reported_prompt_tokens_total),
+        "cache_write_tokens": e.cache_write_tokens_total,
         "cost_usd": cost,
         "cost_per_1k_requests": cost / e.requests * 1000.0 if cost is not None and e.requests else None,
         "unpriced_requests": e.unpriced,

@@ -49,6 +49,7 @@ class Row(TypedDict, total=False):
     cached_prompt_tokens: Required[int]
     cache_reported_prompt_tokens: int
     cache_hit_rate: float | None
+    cache_write_tokens: int
     cost_usd: Required[float | None]
     cost_per_1k_requests: Required[float | None]
     unpriced_requests: Required[int]

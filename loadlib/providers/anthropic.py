@@ -2,8 +2,13 @@
 
 The stream is message_start (id, model, provisional usage) -> content blocks (text, thinking, tool_use) ->
 message_delta (stop_reason, cumulative usage: final values win) -> message_stop. `ping` and unknown event types are
-tolerated; an `error` event inside the HTTP 200 stream (overloaded_error...) is a provider error. Anthropic's
-input_tokens excludes cache reads and writes, which are reported separately.
+tolerated; an `error` event inside the HTTP 200 stream (overloaded_error...) is a provider error.
+
+Usage: `input_tokens` excludes the cache reads and writes, which are counted beside it; the whole prompt is their sum
+(providers.usage). Each count is the last one sent, whichever event sent it: Anthropic sends input_tokens and the
+cache counts in message_start and output_tokens in message_delta (which may repeat the others, cumulative); vLLM's
+/v1/messages sends the whole prompt as message_start's input_tokens, then in message_delta the uncached part as
+input_tokens beside its cache counts. Both give input + cache read + cache write = the whole prompt.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ class _Tool:
 
 
 def _merge_usage(into: dict[str, Any], raw: Any, where: str) -> None:
-    """Later non-null counts replace earlier ones (message_delta's usage is cumulative)."""
+    """Later non-null counts replace earlier ones, each on its own (message_delta's usage is cumulative)."""
     for key in ANTHROPIC_KEYS:
         value = (fields.mapping(raw, where) or {}).get(key)
         if value is not None:
@@ -239,7 +244,6 @@ class AnthropicAdapter:
     name = "anthropic"
     summary = "Messages"
     key_env = "ANTHROPIC_API_KEY"
-    cached_included = False  # input_tokens excludes cache reads and writes
     root_path = ""  # the SDK's base URL has no /v1: build() adds /v1/messages
 
     def build(self, base_path: str, model: str, api_key: str | None, req: ChatRequest) -> HttpRequest:

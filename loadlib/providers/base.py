@@ -52,12 +52,13 @@ class HttpRequest:
 
 @dataclass(slots=True)
 class Usage:
-    """The token counts the server reported (None: not reported)."""
+    """The token counts the server reported (None: not reported), one meaning whatever the API: `prompt_tokens` is the
+    whole prompt; the cache read and written are parts of it, as reasoning is of the completion (providers.usage)."""
 
-    prompt_tokens: int | None = None
+    prompt_tokens: int | None = None  # OpenAI prompt_tokens; Anthropic input_tokens + cache read + cache write
     completion_tokens: int | None = None
-    cached_prompt_tokens: int | None = None  # OpenAI prompt_tokens_details.cached_tokens, Anthropic cache_read
-    cache_creation_tokens: int | None = None  # Anthropic cache_creation_input_tokens
+    cached_prompt_tokens: int | None = None  # read from the cache: OpenAI cached_tokens, Anthropic cache_read
+    cache_write_tokens: int | None = None  # written to the cache: Anthropic cache_creation_input_tokens
     reasoning_tokens: int | None = None
     rejected: tuple[str, ...] = ()  # counts the server sent that were not sane counts (see providers.fields.count)
 
@@ -126,7 +127,6 @@ class Adapter(Protocol):
     name: str
     summary: str  # what it speaks, for --llm-provider's help: "Messages"
     key_env: str  # the environment variable of its API key when none is named: "ANTHROPIC_API_KEY"
-    cached_included: bool  # the usage's prompt count includes cached prompt tokens (priced apart, not added)
     root_path: str  # appended to a server's root URL to give the base URL its SDK expects ("/v1" or "")
 
     def build(self, base_path: str, model: str, api_key: str | None, req: ChatRequest) -> HttpRequest: ...

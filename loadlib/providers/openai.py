@@ -370,7 +370,6 @@ class OpenAIAdapter:
     name = "openai"
     summary = "Chat Completions; also vLLM, TGI, Ollama /v1, Azure, Groq..."
     key_env = "OPENAI_API_KEY"
-    cached_included = True
     root_path = "/v1"
 
     def build(self, base_path: str, model: str, api_key: str | None, req: ChatRequest) -> HttpRequest:

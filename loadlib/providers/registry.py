@@ -66,13 +66,6 @@ def key_env(provider: str | None) -> str | None:
     return adapter.key_env if adapter else None
 
 
-def cached_included(provider: str | None) -> bool:
-    """Whether the provider's prompt count includes cached prompt tokens; an unknown or missing provider (a summary
-    from elsewhere) is read as OpenAI's dialect, which most servers speak."""
-    adapter = _known(provider)
-    return adapter.cached_included if adapter else True
-
-
 def base_url_at(server_url: str, provider: str) -> str:
     """The base URL a client of `provider` uses for a server at `server_url` (the mock's root URL)."""
     return server_url + get_adapter(provider).root_path

@@ -6,9 +6,12 @@ rules are the APIs' own definitions (docs/metrics.md, "Tokens and cost"):
 
 - OpenAI: `prompt_tokens_details.cached_tokens` (DeepSeek: `prompt_cache_hit_tokens`) is part of `prompt_tokens`,
   `completion_tokens_details.reasoning_tokens` part of `completion_tokens`, and `total_tokens` is their sum.
-- Anthropic: `cache_read_input_tokens` and `cache_creation_input_tokens` add to `input_tokens` (which excludes
-  them), so any cache count is possible beside any input count; only a prompt whose three parts together pass
-  MAX_COUNT is impossible.
+- Anthropic: `input_tokens` counts only the prompt after the last cache breakpoint; `cache_read_input_tokens` and
+  `cache_creation_input_tokens` are counted beside it, and the whole prompt is their sum. So any cache count is
+  possible beside any input count; only a prompt whose three parts together pass MAX_COUNT is impossible.
+
+Every `Usage` says the same whatever the API: `prompt_tokens` is the whole prompt, `cached_prompt_tokens` (read from
+the cache) and `cache_write_tokens` (written to it) are parts of it, `reasoning_tokens` part of `completion_tokens`.
 
 Which count of an impossible combination is wrong cannot be told, so every one of them is rejected, as a count that
 is not sane is: dropped (None, the estimate is used instead) and listed in `Usage.rejected` with a reason naming
@@ -24,6 +27,7 @@ from loadlib.providers import fields
 from loadlib.providers.base import Usage
 
 ANTHROPIC_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+ANTHROPIC_PROMPT = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")  # the whole prompt
 
 
 class Counts:
@@ -102,18 +106,32 @@ def _part_of(c: Counts, part: str, whole: str) -> None:
 
 
 def anthropic_usage(raw: dict[str, Any]) -> Usage:
-    """Anthropic's merged usage: counts that are not sane, or a prompt (input + cache read + cache write) beyond
-    MAX_COUNT, are rejected and listed. A cache read above `input_tokens` is normal: the input excludes it."""
+    """Anthropic's merged usage as a `Usage` of the whole prompt (input + cache read + cache write): counts that are
+    not sane, or a whole prompt beyond MAX_COUNT, are rejected and listed. A cache read above `input_tokens` is
+    normal: the input excludes it."""
     c = Counts({key: (f"usage.{key}", raw.get(key)) for key in ANTHROPIC_KEYS})
-    prompt = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    if sum(c.n[key] or 0 for key in prompt) > fields.MAX_COUNT:
-        parts = " + ".join(c.shown(key) for key in prompt if c.n[key] is not None)
-        c.reject(f"{parts} > {fields.MAX_COUNT}", *prompt)
+    whole = _anthropic_prompt(c, raw)
     n = c.n
     return Usage(
-        prompt_tokens=n["input_tokens"],
+        prompt_tokens=whole,
         completion_tokens=n["output_tokens"],
         cached_prompt_tokens=n["cache_read_input_tokens"],
-        cache_creation_tokens=n["cache_creation_input_tokens"],
+        cache_write_tokens=n["cache_creation_input_tokens"],
         rejected=tuple(c.rejected),
     )
+
+
+def _anthropic_prompt(c: Counts, raw: dict[str, Any]) -> int | None:
+    """input_tokens + cache read + cache write (an absent cache count is 0). Unknown when `input_tokens` is absent or
+    not sane, or a cache count sent is not sane: then a non-zero cache count is a part of no whole and goes too."""
+    sent = [key for key in ANTHROPIC_PROMPT if raw.get(key) is not None]
+    if c.n["input_tokens"] is None or any(c.n[key] is None for key in sent):
+        for key in ANTHROPIC_PROMPT[1:]:
+            if c.n[key]:
+                c.reject(f"{c.shown(key)} without a sane whole prompt (usage.input_tokens and its cache counts)", key)
+        return None
+    whole = sum(c.n[key] or 0 for key in ANTHROPIC_PROMPT)
+    if whole > fields.MAX_COUNT:
+        c.reject(f"{' + '.join(c.shown(key) for key in sent)} > {fields.MAX_COUNT}", *ANTHROPIC_PROMPT)
+        return None
+    return whole

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from loadlib.errors import ErrorClass
-from loadlib.providers import registry
 from loadlib.providers.base import USAGE_ESTIMATED, Usage
 from loadlib.records.pricing import PriceTable
 from loadlib.records.record import RequestRecord
@@ -49,11 +48,12 @@ def build_record(
     prompt = usage.prompt_tokens if usage else None
     completion = usage.completion_tokens if usage else None
     cached = usage.cached_prompt_tokens if usage else None
+    written = usage.cache_write_tokens if usage else None
     out_tokens = completion if completion is not None else completion_tokens_est
     in_tokens = prompt if prompt is not None else prompt_tokens_est
     cost = None
     if in_tokens is not None and out_tokens is not None:
-        cost = prices.cost(model, in_tokens, out_tokens, cached, cached_included=registry.cached_included(provider))
+        cost = prices.cost(model, in_tokens, out_tokens, cached, written)
     status = outcome.status
     return RequestRecord(
         run_id=run_id,
@@ -78,6 +78,7 @@ def build_record(
         prompt_tokens_est=prompt_tokens_est,
         completion_tokens_est=completion_tokens_est,
         cached_prompt_tokens=cached,
+        cache_write_tokens=written,
         reasoning_tokens=usage.reasoning_tokens if usage else None,
         usage_rejected="; ".join(usage.rejected) if usage and usage.rejected else None,
         usage_source=usage_source(result.usage_source if result else None, usage, in_tokens, out_tokens),

@@ -13,9 +13,10 @@ Provenance: a table may say when its prices were last checked (`as_of`, a date) 
 from (`source`, the provider's pricing page), so a cost figure can say how old and how trustworthy it is. Both are
 optional in a user's file; the bundled table has them.
 
-Cached prompt tokens: OpenAI's usage counts cache reads inside `prompt_tokens` (`cached_included=True`: they are
-subtracted and billed at `cached_input`); Anthropic's `input_tokens` excludes cache reads (`cached_included=False`:
-they are billed on top). The caller passes the numbers as the provider reported them. Cache writes are not modelled."""
+Prompt caching: `prompt_tokens` is the whole prompt whatever the provider (loadlib.providers.usage: Anthropic's
+input_tokens + cache read + cache write); the part read from the cache is billed at `cached_input`, the part written
+to it at `cache_write` (Anthropic's 5-minute price, 1.25 times input), the rest at `input`. A price the entry lacks
+is `input`'s, so a write is never lost, only priced as input."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ from loadlib.errors import ConfigError
 
 BUNDLED_NAME = "prices.yaml"
 _SEPARATORS = ("-", ":", "@", "/")
-_FIELDS = ("input", "output", "cached_input")
+_FIELDS = ("input", "output", "cached_input", "cache_write")
+_OPTIONAL = ("cached_input", "cache_write")
 _ENTRY_KEYS = (*_FIELDS, "source")
 _TOP_KEYS = ("as_of", "models", "aliases")
 _EXAMPLE = "e.g. models: {gpt-4o: {input: 2.50, output: 10.00, cached_input: 1.25}}"
@@ -44,7 +46,8 @@ class ModelPrice:
 
     input: float
     output: float
-    cached_input: float | None = None
+    cached_input: float | None = None  # a cache read; None: `input`
+    cache_write: float | None = None  # a cache write (5-minute TTL); None: `input`
 
 
 class PriceTable:
@@ -173,20 +176,19 @@ class PriceTable:
         prompt_tokens: int | None,
         completion_tokens: int | None,
         cached_prompt_tokens: int | None = None,
-        cached_included: bool = True,
+        cache_write_tokens: int | None = None,
     ) -> float | None:
-        """USD for one request; None when the model has no price or a token count is unknown.
-
-        `cached_included`: True when `prompt_tokens` already contains the cached tokens (OpenAI), False when it
-        excludes them (Anthropic's `input_tokens`).
-        """
+        """USD for one request; None when the model has no price or a token count is unknown. `prompt_tokens` is the
+        whole prompt; the cache read and written are parts of it (each at most what is left of it)."""
         p = self.price(model)
         if p is None or prompt_tokens is None or completion_tokens is None:
             return None
-        cached = cached_prompt_tokens or 0
-        uncached = max(prompt_tokens - cached, 0) if cached_included else prompt_tokens
+        cached = min(cached_prompt_tokens or 0, prompt_tokens)
+        written = min(cache_write_tokens or 0, prompt_tokens - cached)
+        uncached = prompt_tokens - cached - written
         cached_rate = p.cached_input if p.cached_input is not None else p.input
-        return (uncached * p.input + cached * cached_rate + completion_tokens * p.output) / 1_000_000
+        write_rate = p.cache_write if p.cache_write is not None else p.input
+        return (uncached * p.input + cached * cached_rate + written * write_rate + completion_tokens * p.output) / 1e6
 
     def __repr__(self) -> str:
         return f"PriceTable({len(self.models)} models from {self.source or 'memory'})"
@@ -204,13 +206,14 @@ def _price(name: str, entry: Any, where: str) -> ModelPrice:
     unknown = sorted(str(k) for k in entry if k not in _ENTRY_KEYS)
     if unknown:
         raise ConfigError(
-            f"{where}: model {name!r} has unknown field {unknown[0]!r}; allowed: input, output, cached_input, source"
+            f"{where}: model {name!r} has unknown field {unknown[0]!r}; allowed: input, output, cached_input, "
+            "cache_write, source"
         )
     values: dict[str, float | None] = {}
     for field_name in _FIELDS:
         v = entry.get(field_name)
         if v is None:
-            if field_name != "cached_input":
+            if field_name not in _OPTIONAL:
                 raise ConfigError(f"{where}: model {name!r} lacks field {field_name!r} (USD per million tokens)")
             values[field_name] = None
             continue
@@ -220,7 +223,12 @@ def _price(name: str, entry: Any, where: str) -> ModelPrice:
                 f"tokens), got {v!r}"
             )
         values[field_name] = float(v)
-    return ModelPrice(input=values["input"] or 0.0, output=values["output"] or 0.0, cached_input=values["cached_input"])
+    return ModelPrice(
+        input=values["input"] or 0.0,
+        output=values["output"] or 0.0,
+        cached_input=values["cached_input"],
+        cache_write=values["cache_write"],
+    )
 
 
 def _source(name: str, entry: dict[str, Any], where: str) -> str | None:

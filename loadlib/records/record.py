@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadlib.errors import ErrorClass
-from loadlib.providers.registry import cached_included
 
 # The per-request durations of a record, in ms (the statistics' timing histograms and InfluxDB's timing fields).
 TIMING_FIELDS = (
@@ -62,11 +61,12 @@ class RequestRecord:
     intended_send_ms: float | None = None
     schedule_lag_ms: float | None = None
     # tokens
-    prompt_tokens: int | None = None
+    prompt_tokens: int | None = None  # the whole prompt, cache reads and writes included, whatever the provider
     completion_tokens: int | None = None
     prompt_tokens_est: int | None = None
     completion_tokens_est: int | None = None
-    cached_prompt_tokens: int | None = None
+    cached_prompt_tokens: int | None = None  # the part of the prompt read from the cache
+    cache_write_tokens: int | None = None  # the part written to it (Anthropic's cache_creation_input_tokens)
     reasoning_tokens: int | None = None
     usage_rejected: str | None = None  # usage counts the server sent that were not sane counts (estimates used)
     usage_source: str | None = None  # stream, final_chunk, body or estimated (providers.base USAGE_*)
@@ -95,17 +95,14 @@ class RequestRecord:
 
     @property
     def input_tokens(self) -> int | None:
+        """Prompt tokens (the whole prompt), the server's count preferred, our estimate as fallback."""
         return self.prompt_tokens if self.prompt_tokens is not None else self.prompt_tokens_est
 
     @property
     def cache_reported_prompt_tokens(self) -> int | None:
-        """The whole prompt, cached tokens included whatever the provider's convention (OpenAI counts them inside
-        its prompt, Anthropic beside it), when the usage reported a cached count: the prompt-cache hit rate's
-        denominator (docs/metrics.md, "Prompt-cache hit rate"); None otherwise."""
-        cached, prompt = self.cached_prompt_tokens, self.input_tokens
-        if cached is None or prompt is None:
-            return None
-        return prompt + (0 if cached_included(self.provider) else cached)
+        """The whole prompt when the usage reported a cached count: the prompt-cache hit rate's denominator
+        (docs/metrics.md, "Prompt-cache hit rate"); None otherwise."""
+        return self.input_tokens if self.cached_prompt_tokens is not None else None
 
     @property
     def decode_tokens_per_s(self) -> float | None:

@@ -12,7 +12,6 @@ import math
 from dataclasses import dataclass, field
 from datetime import date
 
-from loadlib.providers import registry
 from loadlib.records.pricing import ModelPrice, PriceTable
 from loadlib.reports.pareto import dominated_by, pareto_front
 
@@ -55,6 +54,7 @@ class Measured:
     prompt_tokens: int
     completion_tokens: int
     cached_prompt_tokens: int = 0
+    cache_write_tokens: int = 0
     cost_usd: float | None = None
     unpriced_requests: int = 0
     usage_rejected: int = 0
@@ -193,8 +193,7 @@ def _recomputed(m: Measured, p: Priced) -> float | None:
     if p.price is None or p.model is None:
         return None
     table = PriceTable({p.model: p.price})
-    cached = m.cached_prompt_tokens
-    return table.cost(p.model, m.prompt_tokens, m.completion_tokens, cached, registry.cached_included(m.provider))
+    return table.cost(p.model, m.prompt_tokens, m.completion_tokens, m.cached_prompt_tokens, m.cache_write_tokens)
 
 
 def _cost_notes(m: Measured, p: Priced, recomputed: float | None, basis: str) -> tuple[str, ...]:

@@ -115,6 +115,7 @@ def _figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "prompt_tokens": sum(json_count(r.get("prompt_tokens")) for r in rows),
         "completion_tokens": sum(json_count(r.get("completion_tokens")) for r in rows),
         "cached_prompt_tokens": sum(json_count(r.get("cached_prompt_tokens")) for r in rows),
+        "cache_write_tokens": sum(json_count(r.get("cache_write_tokens")) for r in rows),
         "cost_usd": _sum_or_none(json_number(r.get("cost_usd")) for r in rows),
         "unpriced_requests": sum(json_count(r.get("unpriced_requests")) for r in rows),
         "usage_rejected": sum(json_count(r.get("usage_rejected")) for r in rows),

@@ -46,6 +46,7 @@ REQUEST_FIELDS: dict[str, str] = {
     "completion_tokens_est": "int",
     "cached_prompt_tokens": "int",
     "cache_reported_prompt_tokens": "int",
+    "cache_write_tokens": "int",
     "reasoning_tokens": "int",
     "output_tokens": "int",
     "cost_usd": "float",
@@ -237,6 +238,7 @@ _TOKEN_FIELDS = (
     "prompt_tokens_est",
     "completion_tokens_est",
     "cached_prompt_tokens",
+    "cache_write_tokens",
     "reasoning_tokens",
 )
 

@@ -75,5 +75,6 @@ def test_anthropic_sdk_and_our_adapter_agree(mock):
         final = stream.get_final_message()
     assert text == truth_text(mock, final.id)
     assert final.usage.output_tokens == out.result.usage.completion_tokens == N
-    assert final.usage.input_tokens == out.result.usage.prompt_tokens
+    cache = (final.usage.cache_read_input_tokens or 0) + (final.usage.cache_creation_input_tokens or 0)
+    assert final.usage.input_tokens + cache == out.result.usage.prompt_tokens  # the whole prompt
     assert final.stop_reason == out.result.finish_reason

@@ -21,8 +21,8 @@ def test_bundled_table_loads_and_prices_the_mock_and_real_models() -> None:
     assert t.price("mock-llm") == ModelPrice(1.0, 2.0, 0.5)
     assert t.price("gpt-4o") == ModelPrice(2.5, 10.0, 1.25)
     assert t.price("gpt-4o-mini") == ModelPrice(0.15, 0.6, 0.075)
-    assert t.price("claude-sonnet-4") == ModelPrice(3.0, 15.0, 0.3)
-    assert t.price("claude-3-5-haiku") == ModelPrice(0.8, 4.0, 0.08)
+    assert t.price("claude-sonnet-4") == ModelPrice(3.0, 15.0, 0.3, cache_write=3.75)
+    assert t.price("claude-3-5-haiku") == ModelPrice(0.8, 4.0, 0.08, cache_write=1.0)
     assert t.cost("mock-llm", 1000, 500) == pytest.approx(0.002)
 
 
@@ -64,14 +64,27 @@ def test_cost_maths() -> None:
     assert t.cost("m", 1_000_000, 0) == pytest.approx(2.5)
     assert t.cost("m", 0, 1_000_000) == pytest.approx(10.0)
     assert t.cost("m", 0, 0) == 0.0
-    # OpenAI style: 400 of the 1000 prompt tokens were cache reads
+    # 400 of the 1000 prompt tokens (the whole prompt, whatever the provider) were cache reads
     assert t.cost("m", 1000, 100, 400) == pytest.approx((600 * 2.5 + 400 * 1.25 + 100 * 10.0) / 1e6)
-    # Anthropic style: input_tokens excludes the 400 cache reads
-    assert t.cost("m", 1000, 100, 400, cached_included=False) == pytest.approx(
-        (1000 * 2.5 + 400 * 1.25 + 100 * 10.0) / 1e6
-    )
     assert t.cost("m", 1000, 100, None) == t.cost("m", 1000, 100, 0)
-    assert t.cost("m", 100, 0, 400) == pytest.approx(400 * 1.25 / 1e6)  # never a negative uncached count
+    assert t.cost("m", 100, 0, 400) == pytest.approx(100 * 1.25 / 1e6)  # the parts are never more than the whole
+
+
+def test_cache_writes_cost_their_price_and_input_without_one() -> None:
+    """Anthropic's 5-minute cache write costs 1.25 times input; a table without the price bills it as input."""
+    t = table(m=ModelPrice(input=3.0, output=15.0, cached_input=0.30, cache_write=3.75))
+    # a prompt of 1000: 600 read, 300 written, 100 neither
+    assert t.cost("m", 1000, 10, 600, 300) == pytest.approx((100 * 3.0 + 600 * 0.30 + 300 * 3.75 + 10 * 15.0) / 1e6)
+    assert t.cost("m", 1000, 0, 900, 300) == pytest.approx((900 * 0.30 + 100 * 3.75) / 1e6)  # within the whole
+    plain = table(m=ModelPrice(input=3.0, output=15.0))
+    assert plain.cost("m", 1000, 0, 0, 400) == plain.cost("m", 1000, 0) == pytest.approx(1000 * 3.0 / 1e6)
+
+
+def test_cache_write_price_is_read_and_checked() -> None:
+    t = PriceTable.from_mapping({"models": {"c": {"input": 3, "output": 15, "cached_input": 0.3, "cache_write": 3.75}}})
+    assert t.price("c") == ModelPrice(input=3.0, output=15.0, cached_input=0.3, cache_write=3.75)
+    with pytest.raises(ConfigError, match="'cache_write' must be a non-negative number"):
+        PriceTable.from_mapping({"models": {"c": {"input": 3, "output": 15, "cache_write": -1}}})
 
 
 def test_cached_tokens_cost_input_without_a_cached_price() -> None:

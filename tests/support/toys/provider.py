@@ -91,7 +91,6 @@ class ToyAdapter:
     name = NAME
     summary = "a toy dialect, docs/extending.md"
     key_env = "TOY_API_KEY"
-    cached_included = True
     root_path = "/toy"
 
     def build(self, base_path: str, model: str, api_key: str | None, req: ChatRequest) -> HttpRequest:

@@ -44,7 +44,6 @@ def test_the_toy_provider_is_known_by_name_with_its_facts() -> None:
     assert provider.NAME in registry.names()
     assert key_variable(None, "toy") == "TOY_API_KEY" and key_variable("none", "toy") is None
     assert registry.base_url_at("http://127.0.0.1:8000", "toy") == "http://127.0.0.1:8000/toy"
-    assert registry.cached_included("toy")
     assert "toy (a toy dialect, docs/extending.md)" in registry.providers_help()
     endpoint = make_endpoint("http://127.0.0.1:9/toy", provider="toy", model="m", require_key=False)
     assert endpoint.api_key_env == "TOY_API_KEY"

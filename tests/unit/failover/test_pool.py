@@ -120,6 +120,12 @@ def test_defaults() -> None:
     )
 
 
+def test_prices_take_a_cache_read_and_a_cache_write_price() -> None:
+    prices = {"input": 3, "output": 15, "cached_input": 0.3, "cache_write": 3.75}
+    (spec,) = parse_pool(endpoint_with(prices=prices), "p.yaml").endpoints
+    assert spec.prices == ModelPrice(3.0, 15.0, cached_input=0.3, cache_write=3.75)
+
+
 def test_empty_mock_is_a_default_mock() -> None:
     for mock in ({}, None):
         (spec,) = parse_pool({"endpoints": [{"name": "m", "mock": mock}]}, "p").endpoints
@@ -220,6 +226,7 @@ BAD_POOLS: list[tuple[dict[str, Any], str]] = [
     (endpoint_with(prices={"input": 1}), "endpoints[0].prices lacks 'output'"),
     (endpoint_with(prices={"input": 1, "output": -2}), "endpoints[0].prices.output must be a number >= 0"),
     (endpoint_with(prices={"input": 1, "output": 2, "cache": 1}), "endpoints[0].prices: unknown key 'cache'"),
+    (endpoint_with(prices={"input": 1, "output": 2, "cache_write": -1}), "prices.cache_write must be a number >= 0"),
     (endpoint_with(timeouts={"ttft": 0}), "endpoints[0].timeouts.ttft must be a number > 0"),
     (endpoint_with(timeouts={"first_token": 3}), "endpoints[0].timeouts: unknown key 'first_token'"),
     (endpoint_with(timeouts={"ttft": "soon"}), "endpoints[0].timeouts.ttft must be a duration like 20s"),

@@ -3,10 +3,11 @@
 Whatever the mutation, the adapters (stream and non-streamed body) must give either a valid usage or a named
 rejection: never an exception, never a count that is not sane, never counts impossible together (OpenAI: cached <=
 prompt, reasoning <= completion, total = prompt + completion; Anthropic: input + cache read + cache write <=
-MAX_COUNT), every count dropped named in `rejected`, every count kept equal to what the server sent, and, when the
-mutated usage is possible, nothing rejected at all. The record's cost is then bounded by the counts it prices, so
-an impossible combination (cached_tokens 1,000,000 of a 10-token prompt priced a run 16,700 times too high, issue
-23) can never reach a cost. `possible_*` restate the APIs' definitions independently of loadlib/providers/usage.py.
+MAX_COUNT, and the usage's prompt is that sum, the whole prompt), every count dropped named in `rejected`, every count
+kept equal to what the server sent, and, when the mutated usage is possible, nothing rejected at all. The record's
+cost is then bounded by the counts it prices, so an impossible combination (cached_tokens 1,000,000 of a 10-token
+prompt priced a run 16,700 times too high, issue 23) can never reach a cost. `possible_*` restate the APIs'
+definitions independently of loadlib/providers/usage.py.
 """
 
 from __future__ import annotations
@@ -149,8 +150,18 @@ def openai_fields(raw: dict[str, Any]) -> dict[str, tuple[str, Any]]:
 
 
 def anthropic_fields(raw: dict[str, Any]) -> dict[str, tuple[str, Any]]:
-    names = ("prompt_tokens", "completion_tokens", "cached_prompt_tokens", "cache_creation_tokens")
-    return {name: (f"usage.{key}", raw.get(key)) for name, key in zip(names, ANTHROPIC_KEYS, strict=True)}
+    """The counts kept as the server sent them (the prompt is their sum: `anthropic_prompt`)."""
+    names = ("completion_tokens", "cached_prompt_tokens", "cache_write_tokens")
+    return {name: (f"usage.{key}", raw.get(key)) for name, key in zip(names, ANTHROPIC_KEYS[1:], strict=True)}
+
+
+def anthropic_prompt(raw: dict[str, Any]) -> int | None:
+    """Anthropic's whole prompt: input + cache read + cache write, when input and each cache count sent are sane."""
+    parts = [raw.get(key) for key in ANTHROPIC_KEYS if key != "output_tokens"]
+    if raw.get("input_tokens") is None or not all(x is None or sane(x) for x in parts):
+        return None
+    whole = sum(int(x or 0) for x in parts)
+    return whole if whole <= MAX_COUNT else None
 
 
 def possible_openai(raw: dict[str, Any]) -> bool:
@@ -166,8 +177,11 @@ def possible_openai(raw: dict[str, Any]) -> bool:
 
 
 def possible_anthropic(raw: dict[str, Any]) -> bool:
+    """Every count present is sane, the whole prompt within MAX_COUNT, and a non-zero cache count has an input."""
     values = [raw.get(key) for key in ANTHROPIC_KEYS]
     if not all(x is None or sane(x) for x in values):
+        return False
+    if raw.get("input_tokens") is None and any(raw.get(key) for key in ANTHROPIC_KEYS[2:]):
         return False
     return sum(int(raw.get(key) or 0) for key in ANTHROPIC_KEYS if key != "output_tokens") <= MAX_COUNT
 
@@ -224,9 +238,20 @@ def check_usage(provider: str, raw: dict[str, Any], usage: Usage | None) -> None
             assert kept == value and where + "=" not in reasons, (f"{where} kept but named", kept, value, reasons)
         elif value is not None:
             assert where + "=" in reasons, (f"{where}={value!r} dropped without a reason", usage.rejected)
+    if provider == "anthropic":
+        check_anthropic_prompt(raw, usage)
     check_possible(provider, usage)
     possible = (possible_openai if provider == "openai" else possible_anthropic)(raw)
     assert possible == (usage.rejected == ()), (possible, usage.rejected)
+
+
+def check_anthropic_prompt(raw: dict[str, Any], usage: Usage) -> None:
+    """The prompt is the whole one when it can be known; when an input was sent but the whole cannot be known, a part
+    the server sent is named (without an input there is no prompt to drop)."""
+    assert usage.prompt_tokens == anthropic_prompt(raw), (usage.prompt_tokens, raw)
+    sent = [key for key in ANTHROPIC_KEYS if key != "output_tokens" and raw.get(key) is not None]
+    if usage.prompt_tokens is None and raw.get("input_tokens") is not None:
+        assert any(f"usage.{key}=" in " ; ".join(usage.rejected) for key in sent), (raw, usage.rejected)
 
 
 def check_possible(provider: str, u: Usage) -> None:
@@ -234,7 +259,9 @@ def check_possible(provider: str, u: Usage) -> None:
         assert not u.cached_prompt_tokens or (u.prompt_tokens is not None and u.cached_prompt_tokens <= u.prompt_tokens)
         assert not u.reasoning_tokens or (u.completion_tokens is not None and u.reasoning_tokens <= u.completion_tokens)
     else:
-        assert (u.prompt_tokens or 0) + (u.cached_prompt_tokens or 0) + (u.cache_creation_tokens or 0) <= MAX_COUNT
+        assert u.prompt_tokens is None or u.prompt_tokens <= MAX_COUNT
+        parts = (u.cached_prompt_tokens or 0) + (u.cache_write_tokens or 0)
+        assert not parts or (u.prompt_tokens is not None and parts <= u.prompt_tokens)
 
 
 def check_cost(provider: str, result: StreamResult) -> None:
@@ -247,9 +274,8 @@ def check_cost(provider: str, result: StreamResult) -> None:
     assert price is not None and record.cost_usd is not None and math.isfinite(record.cost_usd)
     prompt = record.prompt_tokens if record.prompt_tokens is not None else EST[0]
     completion = record.completion_tokens if record.completion_tokens is not None else EST[1]
-    cached = record.cached_prompt_tokens or 0
-    billed_in = prompt + (cached if provider == "anthropic" else 0)
-    bound = (billed_in * price.input + completion * price.output) / 1_000_000
+    dearest = max(rate for rate in (price.input, price.cached_input, price.cache_write) if rate is not None)
+    bound = (prompt * dearest + completion * price.output) / 1_000_000  # the prompt is the whole one
     assert 0 <= record.cost_usd <= bound * (1 + 1e-9), (record.cost_usd, bound, record)
 
 

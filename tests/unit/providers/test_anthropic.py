@@ -133,7 +133,8 @@ def test_full_stream_flags_and_result() -> None:
     assert (result.response_id, result.model, result.output_events) == ("msg_1", "claude-x", 4)
     u = result.usage
     assert u is not None
-    assert (u.prompt_tokens, u.completion_tokens, u.cached_prompt_tokens, u.cache_creation_tokens) == (10, 30, 100, 5)
+    # the whole prompt: input_tokens leaves out the 100 read from the cache and the 5 written to it
+    assert (u.prompt_tokens, u.completion_tokens, u.cached_prompt_tokens, u.cache_write_tokens) == (115, 30, 100, 5)
 
 
 def test_cumulative_usage_final_values_win() -> None:

@@ -1,7 +1,8 @@
 """Usage counts that are each sane but impossible together (loadlib/providers/usage.py): every count of the
 combination is rejected and the reason names each field, as a count that is not sane is; the record then prices the
 estimate, never the impossible numbers. The rules are the APIs' definitions: OpenAI's cached and reasoning tokens are
-parts of prompt and completion and `total_tokens` is their sum; Anthropic's cache counts add to `input_tokens`."""
+parts of prompt and completion and `total_tokens` is their sum; Anthropic's cache counts add to `input_tokens`, and
+the usage's prompt is their sum (the whole prompt, as OpenAI's)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def record_of(result: StreamResult, provider: str = "openai") -> RequestRecord:
 
 
 def estimate_cost(provider: str = "openai") -> float:
-    return PRICES.cost(MODELS[provider], PROMPT_EST, COMPLETION_EST, None, cached_included=provider != "anthropic")
+    return PRICES.cost(MODELS[provider], PROMPT_EST, COMPLETION_EST)
 
 
 # --- OpenAI ---------------------------------------------------------------------------------------------------------
@@ -162,9 +163,43 @@ def test_openai_impossible_usage_over_the_wire_is_ok_with_the_reason() -> None:
 
 
 def test_anthropic_cache_read_above_input_is_normal() -> None:
-    """Anthropic's input_tokens excludes cache reads (a captured reply: input 4, cache read 1165)."""
+    """Anthropic's input_tokens excludes cache reads (a captured reply: input 4, cache read 1165): the prompt is
+    their sum."""
     u = anthropic_usage({"input_tokens": 4, "output_tokens": 1, "cache_read_input_tokens": 1165})
-    assert (counts(u), u.rejected) == ((4, 1, 1165, None), ())
+    assert (counts(u), u.cache_write_tokens, u.rejected) == ((1169, 1, 1165, None), None, ())
+
+
+def test_anthropic_prompt_is_input_plus_cache_read_plus_cache_write() -> None:
+    raw = {"input_tokens": 21, "output_tokens": 9, "cache_read_input_tokens": 640, "cache_creation_input_tokens": 128}
+    u = anthropic_usage(raw)
+    assert (counts(u), u.cache_write_tokens, u.rejected) == ((789, 9, 640, None), 128, ())
+
+
+@pytest.mark.parametrize(
+    ("usage", "reason", "kept"),
+    [
+        (
+            {"output_tokens": 5, "cache_read_input_tokens": 640},
+            "usage.cache_read_input_tokens=640 without a sane whole prompt (usage.input_tokens and its cache counts)",
+            (None, 5, None, None),
+        ),
+        (
+            {"input_tokens": 21, "output_tokens": 5, "cache_read_input_tokens": -1, "cache_creation_input_tokens": 3},
+            "usage.cache_read_input_tokens=-1",
+            (None, 5, None, None),
+        ),
+        (
+            {"input_tokens": 1.5, "output_tokens": 5, "cache_read_input_tokens": 0},
+            "usage.input_tokens=1.5",
+            (None, 5, 0, None),
+        ),
+    ],
+)
+def test_anthropic_prompt_unknown_when_a_part_is_not_sane(usage: dict, reason: str, kept: tuple) -> None:
+    """The whole prompt needs every part the server sent: without one it is unknown (the estimate is used), not the
+    uncached part alone; a non-zero cache count is then a part of no whole and goes too."""
+    u = anthropic_usage(usage)
+    assert counts(u) == kept and u.rejected[0] == reason
 
 
 def test_anthropic_prompt_beyond_max_count_is_rejected_and_named() -> None:
@@ -175,7 +210,7 @@ def test_anthropic_prompt_beyond_max_count_is_rejected_and_named() -> None:
         "cache_creation_input_tokens": 1,
     }
     u = anthropic_usage(raw)
-    assert (u.prompt_tokens, u.completion_tokens, u.cached_prompt_tokens, u.cache_creation_tokens) == (
+    assert (u.prompt_tokens, u.completion_tokens, u.cached_prompt_tokens, u.cache_write_tokens) == (
         None,
         5,
         None,
@@ -202,5 +237,5 @@ def test_anthropic_stream_merges_then_checks() -> None:
     record = record_of(parser.result(), "anthropic")
     assert record.usage_rejected == f"usage.input_tokens=10 + usage.cache_read_input_tokens={MAX_COUNT} > {MAX_COUNT}"
     assert (record.prompt_tokens, record.completion_tokens, record.cached_prompt_tokens) == (None, 7, None)
-    cost = PRICES.cost(MODELS["anthropic"], PROMPT_EST, 7, None, cached_included=False)
+    cost = PRICES.cost(MODELS["anthropic"], PROMPT_EST, 7)
     assert record.cost_usd == pytest.approx(cost)

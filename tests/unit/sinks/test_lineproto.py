@@ -87,6 +87,7 @@ def full_record(**overrides: object) -> RequestRecord:
         "prompt_tokens_est": 118,
         "completion_tokens_est": 40,
         "cached_prompt_tokens": 64,
+        "cache_write_tokens": 32,
         "reasoning_tokens": 7,
         "cost_usd": 0.000123,
         "status": ErrorClass.OK,
@@ -127,7 +128,8 @@ def test_full_request_point_has_every_value_with_its_fixed_type() -> None:
         "prompt_tokens_est": 118,
         "completion_tokens_est": 40,
         "cached_prompt_tokens": 64,
-        "cache_reported_prompt_tokens": 120,  # OpenAI: the cached tokens are inside the prompt
+        "cache_reported_prompt_tokens": 120,  # the whole prompt, whatever the provider
+        "cache_write_tokens": 32,
         "reasoning_tokens": 7,
         "output_tokens": 41,
         "cost_usd": 0.000123,
@@ -429,10 +431,11 @@ def test_amplification_point() -> None:
     assert_schema_types(m, tags, fields)
 
 
-def test_the_whole_prompt_of_an_anthropic_cache_read_adds_the_cached_tokens() -> None:
-    rec = make_record(provider="anthropic", prompt_tokens=10, cached_prompt_tokens=900, start_unix_ns=TS)
+def test_the_hit_rate_weighs_the_whole_prompt_of_every_provider() -> None:
+    """The record's prompt is the whole one for Anthropic too (its input_tokens + cache read + cache write)."""
+    rec = make_record(provider="anthropic", prompt_tokens=910, cached_prompt_tokens=900, start_unix_ns=TS)
     _, _, fields, _ = parse_line(lp.request_line(rec))
-    assert fields["cache_reported_prompt_tokens"] == ("int", 910)
+    assert fields["cache_reported_prompt_tokens"] == ("int", 910) and fields["prompt_tokens"] == ("int", 910)
     _, _, fields, _ = parse_line(lp.request_line(make_record(prompt_tokens=10, start_unix_ns=TS)))
     assert "cache_reported_prompt_tokens" not in fields, "no cached count reported: no hit rate to weigh"
 

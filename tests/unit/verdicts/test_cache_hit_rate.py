@@ -1,14 +1,19 @@
 """The prompt-cache hit rate: token-weighted over the attempts that reported a cached count, whatever the
-provider's convention (OpenAI counts cached tokens inside the prompt, Anthropic beside it), and a threshold on it
-that passes and fails as written."""
+provider's convention (OpenAI counts cached tokens inside the prompt, Anthropic beside it: its adapter makes the
+record's prompt the whole one), and a threshold on it that passes and fails as written."""
 
 from __future__ import annotations
 
 from loadlib.metrics.stats import LLMStats
 from loadlib.metrics.summary import build_summary
+from loadlib.providers.base import StreamResult
+from loadlib.providers.usage import anthropic_usage
+from loadlib.records.build import build_record
+from loadlib.records.pricing import PriceTable
+from loadlib.transport.stream import StreamOutcome
 from loadlib.verdicts.evaluate import evaluate
 from loadlib.verdicts.thresholds import parse
-from tests.support.records import make_record
+from tests.support.records import IDENTITY, make_record
 
 
 def summary_of(*records) -> dict:
@@ -29,8 +34,16 @@ def chat(i: int, provider: str, prompt: int, cached: int | None, scenario: str =
     )
 
 
+def anthropic_chat(i: int, input_tokens: int, cache_read: int):
+    """A record built from Anthropic's usage as its adapter reads it: input_tokens leaves out the cache read."""
+    usage = anthropic_usage({"input_tokens": input_tokens, "cache_read_input_tokens": cache_read, "output_tokens": 10})
+    outcome = StreamOutcome(ttft_ms=10.0, e2e_ms=50.0, result=StreamResult(usage=usage, usage_source="stream"))
+    ids = {**IDENTITY, "request_id": f"r{i}", "scenario": "support_chat", "provider": "anthropic"}
+    return build_record(outcome, **ids, prices=PriceTable({}))
+
+
 def test_openai_counts_cached_inside_the_prompt_anthropic_beside_it() -> None:
-    s = summary_of(chat(0, "openai", 1000, 900), chat(1, "anthropic", 100, 900), chat(2, "openai", 5000, None))
+    s = summary_of(chat(0, "openai", 1000, 900), anthropic_chat(1, 100, 900), chat(2, "openai", 5000, None))
     (row,) = s["rows"]
     assert row["cached_prompt_tokens"] == 1800 and row["cache_reported_prompt_tokens"] == 2000
     assert row["cache_hit_rate"] == 0.9, "the attempt that reported no cached count is left out"
