@@ -61,6 +61,7 @@ class RequestRecord:
     output_events: int = 0
     intended_send_ms: float | None = None
     schedule_lag_ms: float | None = None
+    stale_retry_ms: float | None = None  # sent again on a new connection at this time from t0: the reused one was stale
     # tokens
     prompt_tokens: int | None = None
     completion_tokens: int | None = None

@@ -57,8 +57,10 @@ def test_stale_keep_alive_connections_are_retried_once_counted_and_never_an_endp
     assert total["errors_total"] == 0, f"a stale connection counted as the endpoint's error: {total['errors']}"
     assert {r["status"] for r in completed(recs)} == {"ok"}
     assert injected.get(RESET, 0) > 0 and injected.get(FIN, 0) > 0, f"both kinds of drop must be exercised: {stats}"
-    assert total["stale_connection_retries"] == len(retried) == sum(
-        row["stale_connection_retries"] for row in summary["rows"]
+    assert (
+        total["stale_connection_retries"]
+        == len(retried)
+        == sum(row["stale_connection_retries"] for row in summary["rows"])
     )
     assert len(retried) <= dropped <= len(retried) + cut, "every drop the server injected is one counted retry"
     assert all(r["attempt"] == 1 for r in recs), "the pooling retry is below the user-visible request's retries"
@@ -72,8 +74,8 @@ def test_an_idle_limit_below_the_servers_avoids_stale_connections(tmp_path: Path
     summary, recs, stats, _ = _run(tmp_path, "--llm-keepalive-idle-s", str(TUNED_IDLE_S))
     total = summary["total"]
     print(
-        f"\nidle-drop with --llm-keepalive-idle-s {TUNED_IDLE_S}: {len(recs)} attempts, errors {total['errors_total']}, "
-        f"server {stats}, stale_connection_retries {total.get('stale_connection_retries')}"
+        f"\nidle-drop with --llm-keepalive-idle-s {TUNED_IDLE_S}: {len(recs)} attempts, errors "
+        f"{total['errors_total']}, server {stats}, stale_connection_retries {total.get('stale_connection_retries')}"
     )
     assert total["errors_total"] == 0 and stats.get("injected", {}) == {}
     assert total["stale_connection_retries"] == 0 and not [r for r in recs if r.get("stale_retry_ms") is not None]
