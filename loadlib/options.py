@@ -97,6 +97,14 @@ OPTIONS: tuple[Option, ...] = (
         flag_only=True,
     ),
     _o(
+        "--llm-keepalive-idle-s",
+        ENDPOINT,
+        0.0,
+        "Reuse a kept-alive connection only when it has been idle at most this many seconds, else open a new one "
+        "(0 = no limit). Set it below the idle timeout of the server or of a load balancer, NAT or firewall in front "
+        "of it when the summary reports stale keep-alive connections (each was retried once, not an error).",
+    ),
+    _o(
         "--llm-estimate-every",
         ENDPOINT,
         20,

@@ -86,6 +86,7 @@ class Options:
     llm_mock: str
     run_id: str
     llm_cold_connect: bool
+    llm_keepalive_idle_s: float
     llm_estimate_every: int
     llm_timeout_connect: float
     llm_timeout_ttft: float
@@ -267,6 +268,7 @@ class RunSettings:
     max_tokens: int = 128
     estimate_every: int = 20
     cold_connect: bool = False
+    keepalive_idle_s: float = 0.0  # longest idle time of a connection that is reused; 0: no limit
     limits: Limits = field(default_factory=Limits)
     redact: Redactor = field(default_factory=Redactor)
     stop_on_fatal_s: float = 5.0
@@ -375,6 +377,7 @@ def build_settings(options: Options, host: str, worker_id: str, require_key: boo
         max_tokens=options.llm_max_tokens,
         estimate_every=options.llm_estimate_every,
         cold_connect=options.llm_cold_connect,
+        keepalive_idle_s=float(options.llm_keepalive_idle_s or 0.0),
         limits=limits_of(options),
         redact=secrets_of(options, pool),
         stop_on_fatal_s=float(options.llm_stop_on_fatal_s or 0.0),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from loadlib.config import Timeouts
 from loadlib.errors import ErrorClass
-from loadlib.transport.stream import StreamOutcome
+from loadlib.transport.outcome import StreamOutcome
 
 PREFIX = "drill (client-side): "
 
@@ -65,7 +65,7 @@ def delayed(out: StreamOutcome, delay_s: float) -> StreamOutcome:
     """A real outcome seen through a `latency` fault: every time from the attempt's start grows by the delay."""
     ms = delay_s * 1000.0
     out.t0 -= delay_s
-    for name in ("ttfb_ms", "first_event_ms", "ttft_ms", "ttfo_ms", "e2e_ms"):
+    for name in ("ttfb_ms", "first_event_ms", "ttft_ms", "ttfo_ms", "e2e_ms", "stale_retry_ms"):
         value = getattr(out, name)
         if value is not None:
             setattr(out, name, value + ms)

@@ -70,6 +70,7 @@ def check_endpoint(options: Options, host: str, pooled: bool = False) -> tuple[T
         make_endpoint(PLACEHOLDER_HOST, provider, options.llm_model, "none")
     PriceTable.load(options.llm_price_table or None)
     _at_least(options.llm_stop_on_fatal_s, 0, "--llm-stop-on-fatal-s")
+    _at_least(options.llm_keepalive_idle_s, 0, "--llm-keepalive-idle-s")
     _at_least(options.arrival_rate, 0, "--arrival-rate")
     _at_least(options.llm_abort_delay, 0, "--llm-abort-delay")
     if not 0.0 < float(options.llm_confidence) < 1.0:

@@ -39,7 +39,8 @@ from loadlib.records.record import RequestRecord
 from loadlib.records.user_request import UserRequest
 from loadlib.settings import RunSettings, Target
 from loadlib.transport.connection import Connection
-from loadlib.transport.stream import StreamOutcome, stream_call
+from loadlib.transport.outcome import StreamOutcome
+from loadlib.transport.stream import stream_call
 
 install(events)  # a user class needs loadlib's wiring on Locust's events; installing it again is a no-op
 _UNFORESEEN = RateLimitedLog(logging.getLogger("loadlib.locust.user"), interval_s=30.0)
@@ -142,7 +143,8 @@ class LLMUser(FastHttpUser):
         target = rt.targets[endpoint] if endpoint else next(iter(rt.targets.values()))
         conn = self._connections.get(target.name)
         if conn is None:
-            conn = self._connections[target.name] = Connection(target.endpoint, target.timeouts, rt.limits)
+            conn = Connection(target.endpoint, target.timeouts, rt.limits, rt.keepalive_idle_s)
+            self._connections[target.name] = conn
         return conn
 
     def chat(

@@ -55,6 +55,7 @@ LABELS = {
     "llm_endpoint_name": "Endpoint name",
     "run_id": "Run id",
     "llm_cold_connect": "Time the first connection",
+    "llm_keepalive_idle_s": "Keep-alive idle limit (s, 0: none)",
     "llm_estimate_every": "Estimate tokens every N requests",
     "llm_timeout_ttft": "TTFT timeout (s)",
     "llm_timeout_total": "Request timeout (s)",

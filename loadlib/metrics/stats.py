@@ -22,6 +22,9 @@ What counts where:
 - `cut_off` counts attempts still running when the run ended (cut by it): attempts, with their tokens and cost so
   far, but not errors (the end of a run is not the server's doing: `failed` leaves them out, `errors` has no class
   for them) and, having no complete answer, no timings.
+- `stale_connection_retries` counts attempts sent again on a new connection because the kept-alive one they went out
+  on proved stale (closed or reset before any byte of a response: docs/metrics.md, "Stale keep-alive connections"):
+  the client's pooling, not the endpoint's answer, so not errors; the attempt counts once, by how it ended.
 - `good` counts successful attempts that met the run's per-request SLO (goodput; 0 when the run has none).
 - `usage_rejected` counts attempts whose server usage held a count that was not sane (negative, fractional, absurdly
   large, not a number) or counts impossible together (cached above prompt...): those were replaced by our estimate.
@@ -71,6 +74,7 @@ COUNTERS = (
     "good",
     "tpot_tokens",
     "tpot_events",
+    "stale_connection_retries",
 )
 TOTAL_KEY = ("", "")
 _FORMAT = 1
@@ -111,6 +115,7 @@ class LLMStatsEntry:
         "requests",
         "scenario",
         "schedule_lag_ms",
+        "stale_connection_retries",
         "stream_tail_ms",
         "stream_tpot_ms",
         "tpot_events",
@@ -141,6 +146,7 @@ class LLMStatsEntry:
     good: int
     tpot_tokens: int
     tpot_events: int
+    stale_connection_retries: int
     ttfb_ms: Histogram
     first_event_ms: Histogram
     ttft_ms: Histogram
@@ -369,6 +375,7 @@ def _add_totals(
     e.prompt_dev_over_10pct += devs[0] is not None and abs(devs[0]) > DEVIATION_LIMIT_PCT
     e.completion_dev_over_10pct += devs[1] is not None and abs(devs[1]) > DEVIATION_LIMIT_PCT
     e.usage_rejected += r.usage_rejected is not None
+    e.stale_connection_retries += r.stale_retry_ms is not None
     e.tpot_tokens += tpot_pair[0]
     e.tpot_events += tpot_pair[1]
 

@@ -59,7 +59,8 @@ def build_summary(
     decode {tokens_per_event, tail_per_token_ms} (loadlib.metrics.decode), requests_per_s, ok_per_s,
     output_tokens_per_s (completion tokens of every attempt / duration_s), decode_tokens_per_s {p10, p50, p90},
     prompt/completion/cached_prompt token totals, cost_usd (None when nothing was priced), cost_per_1k_requests
-    (priced cost per 1,000 attempts), unpriced_requests, token_estimate {prompt, completion}, open_loop (None for
+    (priced cost per 1,000 attempts), unpriced_requests, stale_connection_retries (attempts sent again on a new
+    connection after a stale kept-alive one: not errors), token_estimate {prompt, completion}, open_loop (None for
     closed-loop runs), modes {ttft, e2e: the modes of a multimodal distribution}, first_start_unix_ns,
     last_end_unix_ns, and with a per-request SLO (`request_slo`, its text)
     good_requests and goodput (their share of all attempts), else None.
@@ -147,6 +148,7 @@ def _row(e: LLMStatsEntry, duration_s: float, confidence: float, name: str | Non
         "cost_per_1k_requests": cost / e.requests * 1000.0 if cost is not None and e.requests else None,
         "unpriced_requests": e.unpriced,
         "usage_rejected": e.usage_rejected,
+        "stale_connection_retries": e.stale_connection_retries,
         "token_estimate": {
             "prompt": _deviation(e.prompt_dev_pct, e.prompt_dev_over_10pct, e.prompt_usage_ratio),
             "completion": _deviation(e.completion_dev_pct, e.completion_dev_over_10pct, e.completion_usage_ratio),
@@ -254,6 +256,9 @@ def render_table(summary: Mapping[str, Any]) -> str:
     cut = (total or {}).get("cut_off")
     if cut:
         out.append(f"{cut} attempt{'s' * (cut != 1)} cut off by the end of the run (in count and cost, not errors)")
+    stale = (total or {}).get("stale_connection_retries")
+    if stale:
+        out.append(stale_line(stale))
     unpriced = (total or {}).get("unpriced_requests")
     if unpriced:
         out.append(
@@ -280,6 +285,16 @@ def render_table(summary: Mapping[str, Any]) -> str:
     out += [modes_line(str(r.get("name", "-")), k, m) for r in rows for k, m in (r.get("modes") or {}).items()]
     out.append(client_line(summary.get("client")))
     return "\n".join(out)
+
+
+def stale_line(n: int) -> str:
+    """What the printed summary says of requests retried after a stale keep-alive connection, and how to avoid them."""
+    return (
+        f"{n} request{'s' * (n != 1)} met a stale keep-alive connection (closed by the server or a middlebox while "
+        "idle, seen only once the request was sent) and went again on a new connection: not errors, the time lost is "
+        "in their latencies; set --llm-keepalive-idle-s below the idle timeout of the server or its load balancer to "
+        "avoid them"
+    )
 
 
 def _cells(r: dict[str, Any]) -> list[str]:

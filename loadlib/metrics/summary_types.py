@@ -54,6 +54,7 @@ class Row(TypedDict, total=False):
     cost_per_1k_requests: Required[float | None]
     unpriced_requests: Required[int]
     usage_rejected: Required[int]
+    stale_connection_retries: int
     token_estimate: Required[dict[str, dict[str, Any]]]
     open_loop: Required[dict[str, Any] | None]
     first_start_unix_ns: Required[int | None]

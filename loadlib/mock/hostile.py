@@ -66,12 +66,17 @@ class Request:
 
 
 class Peer:
-    """One client connection: requests read through a buffer, responses written raw (no framing added)."""
+    """One client connection: requests read through a buffer, responses written raw (no framing added). `number`
+    counts the server's connections (0 = its first), `answered` the requests answered on this one, `idle_since` is
+    when the last answer ended (monotonic clock; None before the first)."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, number: int = 0) -> None:
         self.sock = sock
         self.rfile = sock.makefile("rb")
         self.send = sock.sendall
+        self.number = number
+        self.answered = 0
+        self.idle_since: float | None = None
 
     def read_request(self) -> Request | None:
         """The next request, or None at the end of the connection or on something that is not HTTP/1.x."""
@@ -113,6 +118,7 @@ class Exchange:
     n: int
     line_bytes: int | None  # --line-mb
     rate: float | None  # --rate-mb, in bytes per second
+    tally: Callable[[str], None] = lambda _: None  # counts a fault the behaviour injected (GET /hostile/stats)
 
 
 Behaviour = Callable[[Exchange], bool]  # answers one request; True keeps the connection alive
@@ -326,6 +332,7 @@ class HostileServer(socketserver.ThreadingTCPServer):
         self.rate = args.rate_mb * (1 << 20) if args.rate_mb else None
         self.lock = threading.Lock()
         self.counts: Counter[str] = Counter()
+        self.numbers = itertools.count()  # connections, in the order they were accepted
 
     def secure(self, sock: socket.socket) -> socket.socket:
         """The TLS handshake (in the connection's own thread); a client refusing the certificate is counted."""
@@ -342,7 +349,7 @@ class HostileServer(socketserver.ThreadingTCPServer):
 
     def answer(self, peer: Peer, req: Request) -> bool:
         """Route one request: the stats endpoint, or the behaviour (the server's, or the request's `x-hostile`)."""
-        x = Exchange(peer, req, 0, self.line_bytes, self.rate)
+        x = Exchange(peer, req, 0, self.line_bytes, self.rate, self.tally)
         if req.path.split("?")[0] == STATS_PATH:
             return send_json(x, "200 OK", self.stats())
         name = req.headers.get("x-hostile", self.behaviour)
@@ -352,14 +359,24 @@ class HostileServer(socketserver.ThreadingTCPServer):
             x.n = self.counts["requests"]
             self.counts["requests"] += 1
             self.counts[f"behaviour:{name}"] += 1
-        return BEHAVIOURS[name][0](x)
+        kept = BEHAVIOURS[name][0](x)
+        peer.answered += 1
+        peer.idle_since = time.monotonic()
+        return kept
+
+    def tally(self, fault: str) -> None:
+        with self.lock:
+            self.counts[f"injected:{fault}"] += 1
 
     def stats(self) -> dict[str, Any]:
-        """What `GET /hostile/stats` answers: requests, connections, TLS handshakes refused, requests per behaviour."""
+        """What `GET /hostile/stats` answers: requests, connections, TLS handshakes refused, requests per behaviour,
+        and the faults behaviours counted as injected (the ground truth a client's counts are checked against)."""
         with self.lock:
             counts = dict(self.counts)
         by_name = {k.partition(":")[2]: v for k, v in counts.items() if k.startswith("behaviour:")}
-        return {**{k: counts.get(k, 0) for k in ("requests", "connections", "tls_failures")}, "by_behaviour": by_name}
+        injected = {k.partition(":")[2]: v for k, v in counts.items() if k.startswith("injected:")}
+        fixed = {k: counts.get(k, 0) for k in ("requests", "connections", "tls_failures")}
+        return {**fixed, "by_behaviour": by_name, "injected": injected}
 
 
 class Handler(socketserver.BaseRequestHandler):
@@ -372,7 +389,7 @@ class Handler(socketserver.BaseRequestHandler):
         sock = self.request
         try:
             sock = self.server.secure(self.request)
-            peer = Peer(sock)
+            peer = Peer(sock, next(self.server.numbers))
             with peer.rfile:  # the socket's descriptor stays open while its file object is
                 while (req := peer.read_request()) is not None and self.server.answer(peer, req):
                     pass
@@ -470,7 +487,14 @@ def serve(server: HostileServer, name: str, trust: Path | None) -> None:
         server.serve_forever(poll_interval=0.5)
 
 
-from loadlib.mock import hostile_end, hostile_framing, hostile_memory, hostile_status, hostile_usage  # noqa: E402, F401
+from loadlib.mock import (  # noqa: E402, F401
+    hostile_end,
+    hostile_framing,
+    hostile_keepalive,
+    hostile_memory,
+    hostile_status,
+    hostile_usage,
+)
 
 if __name__ == "__main__":  # main of the imported module, whose registry the other modules fill
     sys.exit(__import__("loadlib.mock.hostile", fromlist=["main"]).main())

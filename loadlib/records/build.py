@@ -11,7 +11,8 @@ from loadlib.providers.base import USAGE_ESTIMATED, Usage
 from loadlib.records.pricing import PriceTable
 from loadlib.records.record import RequestRecord
 from loadlib.redact import Redactor
-from loadlib.transport.stream import MAX_ITL, StreamOutcome
+from loadlib.transport.outcome import StreamOutcome
+from loadlib.transport.stream import MAX_ITL
 
 MAX_TEXT = 200
 DEVIATION_LIMIT_PCT = 10.0  # usage and estimate "disagree" beyond this (docs/metrics.md, "Token counts")
@@ -108,6 +109,7 @@ def _timing(outcome: StreamOutcome) -> dict[str, Any]:
         "itl_dropped": rest.count if rest is not None else 0,
         "itl_rest": rest.to_dict() if rest is not None else None,
         "output_events": output_events(outcome),
+        "stale_retry_ms": outcome.stale_retry_ms,
     }
 
 

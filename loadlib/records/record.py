@@ -60,6 +60,7 @@ class RequestRecord:
     output_events: int = 0
     intended_send_ms: float | None = None
     schedule_lag_ms: float | None = None
+    stale_retry_ms: float | None = None  # sent again on a new connection at this time from t0: the reused one was stale
     # tokens
     prompt_tokens: int | None = None  # the whole prompt, cache reads and writes included, whatever the provider
     completion_tokens: int | None = None

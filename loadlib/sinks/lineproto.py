@@ -40,6 +40,7 @@ REQUEST_FIELDS: dict[str, str] = {
     "itl_mean_ms": "float",
     "itl_max_ms": "float",
     "schedule_lag_ms": "float",
+    "stale_retry_ms": "float",
     "prompt_tokens": "int",
     "completion_tokens": "int",
     "prompt_tokens_est": "int",
@@ -276,6 +277,9 @@ def request_line(record: RequestRecord, run_id: str = "", worker: str = "") -> s
     v = r.schedule_lag_ms
     if v is not None and v - v == 0:
         add(f"schedule_lag_ms={v:.3f}")
+    v = r.stale_retry_ms
+    if v is not None and v - v == 0:
+        add(f"stale_retry_ms={v:.3f}")
     for name in _TOKEN_FIELDS:
         n = getattr(r, name)
         if n is not None:

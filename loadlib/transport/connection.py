@@ -192,9 +192,16 @@ class Response(HTTPResponse):
 
 
 class Connection:
-    """HTTP/1.1 client for one endpoint used by one user (concurrency 1: a user streams one request at a time)."""
+    """HTTP/1.1 client for one endpoint used by one user (concurrency 1: a user streams one request at a time).
 
-    def __init__(self, endpoint: Endpoint, timeouts: Timeouts, limits: Limits | None = None) -> None:
+    `reused` says whether the last `send` went out on a kept-alive socket rather than a new one (the stream retries a
+    request once when such a socket proves stale: loadlib.transport.stream). `keepalive_idle_s` (0: no limit) is the
+    longest a socket may have been idle and still be reused (--llm-keepalive-idle-s): set below the idle timeout of
+    the server or of a middlebox in front of it, no request meets a connection it forgot."""
+
+    def __init__(
+        self, endpoint: Endpoint, timeouts: Timeouts, limits: Limits | None = None, keepalive_idle_s: float = 0.0
+    ) -> None:
         self.endpoint = endpoint
         self.timeouts = timeouts
         self.limits = limits or Limits()
@@ -210,6 +217,9 @@ class Connection:
         self.host = host_header(endpoint)
         self.connects = 0
         self.connecting = False
+        self.reused = False
+        self.keepalive_idle_s = keepalive_idle_s
+        self.idle_since = 0.0  # perf_counter when the socket went back to the pool
         self.kernel_stamps = False
         self.sock: Any = None
         self.cancelled = False
@@ -234,7 +244,18 @@ class Connection:
             return sock
 
         pool._create_socket = counted_create  # type: ignore[method-assign]  # the pool's hooks, counted and stamped
-        pool._is_socket_alive = _idle_socket_alive  # type: ignore[method-assign]
+        pool._is_socket_alive = self._reusable  # type: ignore[method-assign]
+
+    def _reusable(self, sock: Any) -> bool:
+        """A pooled socket is reused when it has not been idle past `keepalive_idle_s` and looks alive."""
+        limit = self.keepalive_idle_s
+        if limit > 0 and perf_counter() - self.idle_since > limit:
+            return False
+        return _idle_socket_alive(sock)
+
+    def _pool_back(self, sock: Any) -> None:
+        self.idle_since = perf_counter()
+        self.pool.return_socket(sock)
 
     def note_stray(self) -> str:
         """Say (rate-limited) that a response was followed by bytes it did not declare; the record's note."""
@@ -262,7 +283,10 @@ class Connection:
         """Take the kept-alive socket (or connect) and send `data`; TimeoutError past `until`."""
         self.connecting = False
         self.clock_offset = time() - perf_counter()  # wall clock minus perf_counter, refreshed per request
+        self.reused = False
+        connects = self.connects
         self.sock = self.pool.get_socket()
+        self.reused = self.connects == connects
         self.drained = True
         if self.cancelled:
             raise HTTPConnectionClosed("cancelled")
@@ -286,7 +310,7 @@ class Connection:
         if sock is None:
             return
         if response is not None and not response.should_close() and response.framing_error is None:
-            self.pool.return_socket(sock)
+            self._pool_back(sock)
         else:
             self.pool.release_socket(sock)
 
@@ -355,7 +379,7 @@ class Connection:
             sock = self.pool.get_socket()
         except Exception:  # reported, classified, by the first request
             return
-        self.pool.return_socket(sock)
+        self._pool_back(sock)
 
     def _enable_kernel_stamps(self, sock: Any) -> bool:
         if SO_TIMESTAMPNS is None or self.endpoint.scheme == "https":

@@ -15,9 +15,7 @@ import errno
 import logging
 import socket
 import ssl
-from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from time import perf_counter
 
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
@@ -26,12 +24,13 @@ from loadlib.errors import ErrorClass, MalformedEventError, OversizedError, Unsu
 from loadlib.histogram import Histogram
 from loadlib.logs import RateLimitedLog
 from loadlib.providers import registry
-from loadlib.providers.base import ERROR, OUTPUT, TERMINAL, VISIBLE, Adapter, HttpRequest, StreamParser, StreamResult
+from loadlib.providers.base import ERROR, OUTPUT, TERMINAL, VISIBLE, Adapter, HttpRequest, StreamParser
 from loadlib.providers.errors_body import short
 from loadlib.providers.kept import capped
 from loadlib.transport.connection import Connection, Response, request_bytes
 from loadlib.transport.deadline import Deadline, DeadlineExceeded
 from loadlib.transport.open_files import out_of_files
+from loadlib.transport.outcome import StreamOutcome
 from loadlib.transport.sse import SSEDecoder
 from loadlib.transport.status import head_verdict, header
 
@@ -53,41 +52,8 @@ KEPT_HEADERS = (*RATE_LIMIT_HEADERS, *CACHE_HEADERS)  # what a record keeps of a
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-mock-request-id")
 MAX_HEADER_VALUE = 200
 _CONNECT_ERRNOS = (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
+RETRIED = "sent again on a new connection after the kept-alive one was found closed"
 _UNFORESEEN = RateLimitedLog(logging.getLogger("loadlib.transport.stream"), interval_s=30.0)
-
-
-@dataclass(slots=True)
-class StreamOutcome:
-    """Raw measurements of one attempt, in ms from t0. Turned into a RequestRecord by the caller.
-
-    `fatal` names a cause that cannot heal by itself (certificate, name resolution, credentials, unknown path or
-    model): users back off, and a run whose first seconds fail only that way stops. `unreachable` names an address
-    where nothing accepts the connection: a run whose first seconds see only that stops too, but users do not back
-    off (it heals when the server comes back, and a pool fails over at once)."""
-
-    status: ErrorClass = ErrorClass.OK
-    message: str | None = None
-    http_status: int | None = None
-    t0: float = 0.0
-    ttfb_ms: float | None = None
-    first_event_ms: float | None = None
-    ttft_ms: float | None = None
-    ttfo_ms: float | None = None
-    e2e_ms: float | None = None
-    output_stamps_ms: array = field(default_factory=lambda: array("d"))  # the first MAX_ITL + 1, then the latest
-    itl_rest: Histogram | None = None  # the gaps after the first MAX_ITL, whose stamps are not kept
-    streamed: bool = False  # the body was an event stream (a stream tail exists)
-    events: int = 0
-    response_bytes: int = 0
-    result: StreamResult | None = None
-    server_request_id: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    headers_read_at: float = 0.0  # arrival of the bytes read with the headers (perf_counter), stamp of a body start
-    fatal: str | None = None
-    unreachable: str | None = None
-    opening: bytearray = field(default_factory=bytearray)  # the body's first bytes while no event has come
-    client_fault: str | None = None  # the load generator itself failed (out of open files): the run cannot stand
-    note: str | None = None  # framing trouble that did not spoil the answer (stray bytes, a body without length)
 
 
 FirstOutput = Callable[[], None]
@@ -126,10 +92,11 @@ def _send(out: StreamOutcome, conn: Connection, req: HttpRequest, deadline: Dead
     """Send the request and read the response head; None (the failure classified in `out`) when that fails."""
     data = request_bytes(req.method, req.path, conn.host, req.headers, req.body)
     try:
-        conn.send(data, deadline.head_at)
-        resp, first, out.headers_read_at = _read_head(out, conn, req.method, deadline)
+        resp, first, out.headers_read_at = _exchange(out, conn, data, req.method, deadline)
     except (OSError, HTTPParseError, DeadlineExceeded) as exc:
         _classify_send_failure(out, exc, conn, deadline)
+        if out.stale_retry_ms is not None:
+            out.message = f"{out.message}; {RETRIED}"
         return None
     except OversizedError as exc:  # the head never ended within --llm-max-head-kb
         out.status, out.message = ErrorClass.OVERSIZED, str(exc)
@@ -139,6 +106,33 @@ def _send(out: StreamOutcome, conn: Connection, req: HttpRequest, deadline: Dead
     _keep_headers(out, resp)
     _classify_head(out, conn, req, resp)
     return resp
+
+
+def _exchange(
+    out: StreamOutcome, conn: Connection, data: bytes, method: str, deadline: Deadline
+) -> tuple[Response, float, float]:
+    """Send the request and read its head (see _read_head). A kept-alive connection that proves stale (closed or
+    reset before any byte of a response: the server or a middlebox forgot it while it was idle) is the client's
+    pooling, not the endpoint's answer: the request goes once more, on a new connection, under the same limits; t0
+    stays the first send, so the time lost is in every timing and `stale_retry_ms` says how much of it
+    (docs/metrics.md, "Stale keep-alive connections")."""
+    try:
+        conn.send(data, deadline.head_at)
+        return _read_head(out, conn, method, deadline)
+    except (OSError, HTTPConnectionClosed) as exc:
+        if not stale(out, conn, exc):
+            raise
+    out.stale_retry_ms = (perf_counter() - out.t0) * 1000.0
+    conn.finish(None)  # closed: the pool opens a new connection for the send again
+    conn.send(data, deadline.head_at)
+    return _read_head(out, conn, method, deadline)
+
+
+def stale(out: StreamOutcome, conn: Connection, exc: Exception) -> bool:
+    """Whether a failed send met a stale kept-alive connection: the socket was a reused one, it was closed or reset
+    (not a time limit, not bad HTTP), no byte of a response had come, and no hedge cancelled the attempt."""
+    closed = isinstance(exc, HTTPConnectionClosed | ConnectionResetError | BrokenPipeError | ConnectionAbortedError)
+    return closed and conn.reused and not out.response_bytes and not conn.cancelled
 
 
 def _single(value: str | list[str] | None) -> str | None:

@@ -254,3 +254,20 @@ def test_tpot_vs_stream_sets_the_tail_against_the_gap_of_the_same_statistic() ->
     assert means and tail, line
     assert "is 22 % above" in line, "the p50s, as the table shows them"
     assert float(means.group(3)) == pytest.approx(2.9, abs=0.1) and float(tail.group(2)) == pytest.approx(2.9, abs=0.1)
+
+
+def test_stale_connection_retries_are_counted_per_row_not_errors_and_printed_with_the_hint() -> None:
+    worker = LLMStats()
+    worker.add(rec(ttft_ms=50.0, e2e_ms=90.0, stale_retry_ms=0.7))
+    worker.add(rec(ttft_ms=40.0, e2e_ms=80.0))
+    worker.add(rec(status=ErrorClass.CONNECT_ERROR, e2e_ms=3.0, stale_retry_ms=0.5))  # the new connection failed too
+    master = LLMStats()
+    master.merge_serialized(worker.serialize())
+    summary = build_summary(master, 10.0, ok_verdict(), {})
+    row, total = summary["rows"][0], summary["total"]
+    assert (row["stale_connection_retries"], total["stale_connection_retries"]) == (2, 2)
+    assert (total["errors_total"], total["errors"]) == (1, {"connect_error": 1})
+    assert "2 requests met a stale keep-alive connection" in render_table(summary)
+    assert "--llm-keepalive-idle-s" in render_table(summary)
+    quiet = build_summary(known_stats(), 10.0, ok_verdict(), {})
+    assert quiet["total"]["stale_connection_retries"] == 0 and "stale" not in render_table(quiet)
