@@ -329,8 +329,9 @@ OPTIONS: tuple[Option, ...] = (
         LOAD,
         "auto",
         "Closed loop: each user's first request goes at a random offset within this window after its connection "
-        "opens, since people do not arrive together: auto (the larger of 1 s and the mean think time), off (0: all "
-        "at once, as spawned) or a window, e.g. 5s (docs/scenarios.md#what-a-user-models).",
+        "opens, since people do not arrive together: auto (the larger of 1 s and the mean think time; the first wait "
+        "then adds a random share of the user's first cycle, spreading users over their whole cycle), off (0: all at "
+        "once, as spawned) or a window, e.g. 5s (docs/scenarios.md#what-a-user-models).",
         type=checked_by(parse_phase, "--llm-user-phase"),
     ),
     _o(

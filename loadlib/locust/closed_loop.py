@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from loadlib.errors import ConfigError
 from loadlib.pacing import Phase, ThinkTime, mean_wait_s, parse_phase, parse_think
 from loadlib.settings import Options
 
@@ -56,8 +57,12 @@ class ClosedLoop:
     """Made at test start on a load node of a closed-loop run; `attach(user)` as each user is made."""
 
     def __init__(self, options: Options, node_index: int) -> None:
-        self.phase: Phase = parse_phase(options.llm_user_phase)
-        self.think: ThinkTime | None = parse_think(options.llm_think_time)
+        """ConfigError (one line) on a bad value (the web UI's form sends text the command line would have refused)."""
+        try:
+            self.phase: Phase = parse_phase(options.llm_user_phase)
+            self.think: ThinkTime | None = parse_think(options.llm_think_time)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         self.seed = int(options.data_seed or 1)
         self.node_index = node_index
         self._users = itertools.count()

@@ -29,7 +29,10 @@ class LockstepPart(NodePart):
     def start(self, ctx: Node) -> None:
         """A test starts: its first start follows no earlier one (a previous test's counts stay until a reset)."""
         self.starts.reset()
-        self.phase_on = parse_phase(ctx.options.llm_user_phase).window_s != 0.0
+        try:
+            self.phase_on = parse_phase(ctx.options.llm_user_phase).window_s != 0.0
+        except ValueError:  # the load nodes refuse it (loadlib.locust.closed_loop)
+            self.phase_on = True
 
     def started(self, start_ns: int) -> None:
         """An attempt of a closed-loop user goes out at `start_ns` (wall clock, as its record's start_unix_ns)."""
