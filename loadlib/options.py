@@ -33,9 +33,11 @@ from loadlib.option import (
     OUTPUT,
     SHAPES,
     Option,
+    checked_by,
 )
 from loadlib.outputs.progress import checked_mode as checked_progress
 from loadlib.pacing import PROCESSES as ARRIVAL_PROCESSES
+from loadlib.pacing import parse_phase, parse_think
 from loadlib.providers import registry as providers
 
 DEFAULT_AUDIT = "results/audit-{run_id}.jsonl"
@@ -329,6 +331,24 @@ OPTIONS: tuple[Option, ...] = (
         "poisson",
         "Open loop: Poisson arrivals or evenly spaced ones.",
         choices=ARRIVAL_PROCESSES,
+    ),
+    _o(
+        "--llm-user-phase",
+        LOAD,
+        "auto",
+        "Closed loop: each user's first request goes at a random offset within this window after its connection "
+        "opens, since people do not arrive together: auto (the larger of 1 s and the mean think time; the first wait "
+        "then adds a random share of the user's first cycle, spreading users over their whole cycle), off (0: all at "
+        "once, as spawned) or a window, e.g. 5s (docs/scenarios.md#what-a-user-models).",
+        type=checked_by(parse_phase, "--llm-user-phase"),
+    ),
+    _o(
+        "--llm-think-time",
+        LOAD,
+        "",
+        "Closed loop: every user's think time, replacing its class's: exp:MEAN (exponential, a Poisson user, e.g. "
+        "exp:2), a constant (2s) or a range (1-3); empty: the class's own.",
+        type=checked_by(parse_think, "--llm-think-time"),
     ),
     _o(
         "--llm-warmup",

@@ -7,14 +7,19 @@ user is busy, slots fall behind: the request goes out late, its schedule lag (ac
 latency measured from the intended send time includes the wait a user arriving on schedule would have had.
 
 Times are milliseconds on the `time.perf_counter()` clock, the clock `loadlib.transport.stream` stamps t0 with. The
-user-count maths of the load shapes (`loadlib.locust.shapes`) lives here too, free of Locust.
+user-count maths of the load shapes (`loadlib.locust.shapes`) lives here too, free of Locust, and so does a
+closed-loop user's pacing: its phase (when its first request goes, `--llm-user-phase`) and its think time
+(`--llm-think-time`), docs/scenarios.md "What a user models".
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from time import perf_counter
+from typing import Any
 
 PROCESSES = ("poisson", "constant")
 
@@ -104,3 +109,98 @@ def step_users(elapsed_s: float, target: int, steps: int, step_s: float) -> int:
     steps = max(1, steps)
     step = min(int(elapsed_s // step_s) + 1 if step_s > 0 else steps, steps)
     return max(1, round(target * step / steps))
+
+
+# Closed-loop users: a phase and a think time of their own (docs/scenarios.md, "What a user models")
+
+PHASE_MIN_S = 1.0  # the auto phase window's floor: a spawn burst spread over a second spans dozens of a server's steps
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}
+PHASE_SYNTAX = "auto, off (or 0), or a window such as 2s, 500ms or 1.5"
+THINK_SYNTAX = "empty (the user class's own), exp:MEAN (e.g. exp:2, a Poisson user), a constant such as 2s, or 1-3"
+
+
+def duration_s(text: str) -> float | None:
+    """`2`, `2s`, `500ms`, `1m` in seconds; None when the text is not one."""
+    found = _DURATION.match(text.strip().lower())
+    return None if found is None else float(found.group(1)) * _UNIT_S[found.group(2)]
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """`--llm-user-phase`: each closed-loop user's first request goes at a random offset, uniform over a window after
+    its connection is opened. `window_s` None is `auto`: the larger of 1 s and the users' mean think time."""
+
+    window_s: float | None = None
+
+    def window(self, mean_think_s: float | None) -> float:
+        """The window for users whose mean think time is `mean_think_s` (None: unknown, as none)."""
+        if self.window_s is not None:
+            return self.window_s
+        return max(PHASE_MIN_S, mean_think_s or 0.0)
+
+
+def parse_phase(text: str) -> Phase:
+    """`auto` (or empty) -> Phase(); `off` or `0` -> Phase(0.0); `2s` -> Phase(2.0); else a one-line ValueError."""
+    raw = str(text or "").strip().lower()
+    if raw in ("", "auto"):
+        return Phase()
+    seconds = 0.0 if raw == "off" else duration_s(raw)
+    if seconds is None:
+        raise ValueError(f"--llm-user-phase {text!r}: expected {PHASE_SYNTAX}")
+    return Phase(seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkTime:
+    """`--llm-think-time`: seconds between a user's answer and its next request: `exp` (exponential with mean `low`:
+    the user's requests are a Poisson stream while it waits for none), `uniform` over [low, high] or `constant`."""
+
+    kind: str
+    low: float
+    high: float
+
+    @property
+    def mean_s(self) -> float:
+        return (self.low + self.high) / 2.0
+
+    def draw(self, rng: random.Random) -> float:
+        if self.kind == "exp":
+            return rng.expovariate(1.0 / self.low) if self.low > 0 else 0.0
+        return rng.uniform(self.low, self.high) if self.kind == "uniform" else self.low
+
+
+def parse_think(text: str) -> ThinkTime | None:
+    """Empty -> None (the class's own think time); `exp:2` exponential, `2s` constant, `1-3` uniform; else a one-line
+    ValueError."""
+    raw = str(text or "").strip().lower()
+    if not raw:
+        return None
+    exp = raw.startswith("exp:")
+    low_text, dash, high_text = raw.removeprefix("exp:").partition("-")
+    low, high = duration_s(low_text), duration_s(high_text if dash else low_text)
+    if low is None or high is None or high < low or (exp and dash):
+        raise ValueError(f"--llm-think-time {text!r}: expected {THINK_SYNTAX}")
+    return ThinkTime("exp" if exp else "uniform" if dash else "constant", low, high)
+
+
+def mean_wait_s(wait_time: Any) -> float | None:
+    """The mean of one of Locust's own wait_time functions, read from its closure: `constant(x)` and `between(a, b)`
+    their mean think time, `poisson(rate)` 1/rate, `constant_pacing(p)` and `constant_throughput(1/p)` their period
+    p (the whole cycle, answer included). None for any other (a scenario's own think_time): unknown."""
+    fn = getattr(wait_time, "__func__", wait_time)
+    if getattr(fn, "__module__", None) != "locust.user.wait_time":
+        return None
+    cells = getattr(fn, "__closure__", None) or ()
+    free = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in cells), strict=False))
+    kind = fn.__qualname__.split(".")[0]
+    try:
+        if kind == "between":
+            return (float(free["min_wait"]) + float(free["max_wait"])) / 2.0
+        if kind in ("constant", "constant_pacing"):
+            return float(free["wait_time"])
+        if kind == "poisson":
+            return 1.0 / float(free["rate"])
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    return None

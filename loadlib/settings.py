@@ -123,6 +123,8 @@ class Options:
     llm_cpu_threshold: float
     arrival_rate: float
     arrival_process: str
+    llm_user_phase: str
+    llm_think_time: str
     llm_warmup: str
     scenario_slo: str
     data_seed: int

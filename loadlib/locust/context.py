@@ -2,7 +2,8 @@
 
 It holds the node's role, the options and the settings resolved from them, loadlib's own events (record, worker
 health, endpoint events: extension through events, as Locust does), the node parts merged on the master
-(loadlib.locust.parts), the open-loop schedule, the fatal-stop watch, the secrets to mask and the embedded mock.
+(loadlib.locust.parts), the open-loop schedule or the closed-loop users' phases, the fatal-stop watch, the secrets to
+mask and the embedded mock.
 Locust's events reach it through loadlib.locust.install; users reach it through `context(environment)`.
 """
 
@@ -20,8 +21,10 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from loadlib.errors import LoadlibError
+from loadlib.locust.closed_loop import ClosedLoop
 from loadlib.locust.failover_part import FailoverPart
 from loadlib.locust.fatal import FatalStop
+from loadlib.locust.lockstep_part import LockstepPart
 from loadlib.locust.part_registry import make_parts, register_part
 from loadlib.locust.parts import HealthPart, NodePart, RecordsPart, StatsPart
 from loadlib.locust.scenario_part import ScenarioPart
@@ -76,6 +79,7 @@ class RunContext:
         self.redact = Redactor()
         self.fatal = FatalStop(0.0)
         self.arrivals: ArrivalSchedule | None = None
+        self.closed_loop: ClosedLoop | None = None  # the users' phases and think times (a closed-loop run's load node)
         self._repaced = Event()  # set (and replaced) when the arrival rate changes: sleeping users take new slots
         self.mock: Any = None
         self.mocks: dict[str, Any] = {}  # the pool's embedded mocks by endpoint name (master or local runner)
@@ -92,6 +96,7 @@ class RunContext:
         self.parts = make_parts(self, self._by_name)
         self.stats: StatsPart = self.named("stats")
         self.health: HealthPart = self.named("health")
+        self.lockstep: LockstepPart = self.named("lockstep")
         self.sinks: SinkPart = self.named("influxdb")
         self.scenarios: ScenarioPart = self.named("scenarios")
         self.failover: FailoverPart = self.named("failover")
@@ -174,6 +179,7 @@ class RunContext:
             self.settings = build_settings(self.options, self.environment.host, self.worker_id())
             self.redact = self.settings.redact
             self.arrivals = self._arrival_schedule()
+            self.closed_loop = ClosedLoop(self.options, self._node_index()) if self.arrivals is None else None
         self._each("start", self)
 
     def stop(self) -> None:
@@ -273,9 +279,11 @@ class RunContext:
         """A user's wait for its arrival slot, cut short when the rate changes (`pace`)."""
         self._repaced.wait(seconds)
 
+    def _node_index(self) -> int:
+        return int(getattr(self.environment.runner, "worker_index", 0) or 0)
+
     def _arrival_seed(self) -> int:
-        index = int(getattr(self.environment.runner, "worker_index", 0) or 0)
-        return int(self.options.data_seed or 1) * 1000 + index
+        return int(self.options.data_seed or 1) * 1000 + self._node_index()
 
     def _arrival_schedule(self) -> ArrivalSchedule | None:
         """This node's share of the open-loop arrival rate (None: closed loop)."""
@@ -314,6 +322,7 @@ def _verdicts(ctx: RunContext) -> VerdictPart:
 register_part("warmup", 50, lambda ctx: WarmupPart(ctx.warmup))  # first: the statistics' rates read its seconds
 register_part("stats", 100, lambda ctx: StatsPart())
 register_part("health", 200, lambda ctx: HealthPart())
+register_part("lockstep", 250, lambda ctx: LockstepPart())  # beside client saturation: another self-check
 register_part("records", 300, lambda ctx: RecordsPart())
 register_part("influxdb", 400, lambda ctx: SinkPart())
 register_part("scenarios", 500, lambda ctx: ScenarioPart(_scenario_specs(ctx.environment)))

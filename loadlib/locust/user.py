@@ -6,12 +6,14 @@ Each user holds one keep-alive connection per endpoint. A user-visible request g
 time is its E2E latency (a hedge's cancelled loser excepted: see `_report`), and handed to the run context (LLM
 statistics, records, sinks, scenario results, loadlib's `record` event); the user-visible request then goes to the
 run context too. In an open-loop run (--arrival-rate)
-every request first waits for the node's next arrival slot and think time is skipped.
+every request first waits for the node's next arrival slot and think time is skipped; in a closed-loop run each user
+sends its first request at a phase of its own (--llm-user-phase) and, with --llm-think-time, thinks as told.
 """
 
 from __future__ import annotations
 
 import gevent
+from gevent import GreenletExit
 from locust import events
 from locust.contrib.fasthttp import FastHttpUser
 
@@ -24,6 +26,7 @@ from typing import Any
 from loadlib.errors import ErrorClass
 from loadlib.failover.client_faults import delayed, made_outcome
 from loadlib.failover.dispatch import UNJUDGED, Attempt, Delivery, Handle
+from loadlib.locust.closed_loop import UserPacing
 from loadlib.locust.context import RunContext, context
 from loadlib.locust.fatal import backoff_s
 from loadlib.locust.install import install, stop_run
@@ -99,8 +102,11 @@ class LLMUser(FastHttpUser):
         self._requests = 0
         self._prompt_count: tuple[ChatRequest, int] | None = None  # the last request whose prompt we counted
         self._fatal_streak = 0
+        self._pacing: UserPacing | None = None  # a closed loop's phase (loadlib.locust.closed_loop)
         if self.run_context.arrivals is not None:  # users are made after test start, when the schedule is known
             self.wait_time = self.open_loop_wait_time  # type: ignore[method-assign]  # Locust reads it per user
+        elif self.run_context.closed_loop is not None:
+            self._pacing = self.run_context.closed_loop.attach(self)
 
     @property
     def settings(self) -> Any:
@@ -126,13 +132,30 @@ class LLMUser(FastHttpUser):
         """Open this user's connection to each endpoint of the pool before its first timed request (unless
         --llm-cold-connect; one that cannot connect now is tried again by its first request): a burst of users
         starting together would otherwise put their connection set-up, and the server's accept queue, into the first
-        requests' TTFT, measuring the load generator's start-up instead of the endpoint."""
+        requests' TTFT, measuring the load generator's start-up instead of the endpoint. Then, in a closed-loop run,
+        it waits for its phase: users spawned together would otherwise move in lockstep (docs/metrics.md)."""
         if not self.settings.cold_connect:
             for name in self.settings.targets:
                 self.connection(name).preconnect()
+        if self._pacing is not None:
+            self._wait_phase(self._pacing)
         super().run()
 
+    def _wait_phase(self, pacing: UserPacing) -> None:
+        """Sleep through the phase. A user stopped meanwhile (Locust kills at once a user that has not begun its
+        tasks) closes its connections: neither on_stop nor the on_start it never began runs."""
+        try:
+            if pacing.phase_s > 0:
+                gevent.sleep(pacing.phase_s)
+        except GreenletExit:
+            self._close_connections()
+            raise
+        pacing.begin()
+
     def on_stop(self) -> None:
+        self._close_connections()
+
+    def _close_connections(self) -> None:
         for conn in self._connections.values():
             conn.close()
         self._connections.clear()
@@ -214,6 +237,8 @@ class LLMUser(FastHttpUser):
         http = target.adapter.build(endpoint.base_path, endpoint.model, endpoint.api_key(), req)
         conn = self.connection(target.name)
         facts["start_unix_ns"] = time.time_ns()
+        if self.run_context.arrivals is None:  # a closed loop's starts, for the lockstep check
+            self.run_context.lockstep.started(facts["start_unix_ns"])
         if facts["attempt"] > 1 or facts["hedge"]:
             facts["request_id"] = rt.next_request_id()
         outcome = self._send(target, conn, http, handle)

@@ -104,6 +104,7 @@ class Summary(TypedDict, total=False):
     confidence: dict[str, Any]
     request_slo: str | None
     clients: dict[str, Any]
+    lockstep: dict[str, Any] | None
     sink: dict[str, Any] | None
     scenarios: dict[str, Any] | None
     failover: dict[str, Any] | None

@@ -3,8 +3,11 @@ locally; CI installs the Debian package `influxdb`.
 
 The scenarios' SLO defaults are switched off for every Locust process the tests start (LLM_SCENARIO_SLO, read like
 --scenario-slo): most tests run a few seconds to check something else, too short for a p95 (100 requests), so the
-defaults would make them invalid (exit 3). Tests of the defaults pass --scenario-slo on. Tests not marked `alone` may
-run beside another one (pytest-xdist, scripts/test.sh): their client-saturation bar is raised (below)."""
+defaults would make them invalid (exit 3). Tests of the defaults pass --scenario-slo on. So is the users' phase
+(LLM_USER_PHASE, read like --llm-user-phase): it holds each user's first request up to a second and spreads it once
+more over its first cycle, which in a run of a few seconds takes a good share of the requests the test was written to
+count on; tests of the phase (test_lockstep.py) pass --llm-user-phase. Tests not marked `alone` may run beside
+another one (pytest-xdist, scripts/test.sh): their client-saturation bar is raised (below)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from tests.integration.hostile_runs import Hostile, LiveRun
 from tests.integration.locust_runs import locust_cmd
 
 os.environ["LLM_SCENARIO_SLO"] = "off"
+os.environ["LLM_USER_PHASE"] = "off"
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Two tests at a time (scripts/test.sh): a test's Locust shares the cores with another test's, so its client is
     # busy for reasons that are not its own. The tests run so are about function, not timing (timing tests are marked

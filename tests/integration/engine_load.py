@@ -9,6 +9,7 @@ import itertools
 import json
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loadlib.mock.engine.sim import Workload, output_of
@@ -21,7 +22,8 @@ DEFAULT_WORK = Workload()
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """One answer as the client saw it (ms after it sent the request's last byte)."""
+    """One answer as the client saw it (ms after it sent the request's last byte); `sent_s`: when it was sent,
+    seconds after the run began."""
 
     user: int
     index: int
@@ -30,6 +32,7 @@ class Sample:
     tpot_ms: float
     e2e_ms: float
     tokens: int
+    sent_s: float = 0.0
 
 
 RUNS = itertools.count()
@@ -68,8 +71,16 @@ async def _answer(reader: asyncio.StreamReader, sent: float) -> tuple[list[float
 
 
 async def _user(
-    user: int, url: tuple[str, int], delay: float, stop_at: float, limit: int, words: int, work: Workload, run: int
+    user: int,
+    url: tuple[str, int],
+    delay: float,
+    span: tuple[float, float],
+    limit: int,
+    words: int,
+    work: Workload,
+    run: int,
 ) -> list[Sample]:
+    began, stop_at = span
     await asyncio.sleep(delay)
     host, port = url
     reader, writer = await asyncio.open_connection(host, port)
@@ -78,22 +89,23 @@ async def _user(
         while time.perf_counter() < stop_at and len(out) < limit:
             output = output_of(work, user, len(out))
             writer.write(_request(host, port, prompt(run, user, len(out), words), output))
+            sent = time.perf_counter()
             async with asyncio.timeout(30.0):
-                times, rid = await _answer(reader, time.perf_counter())
+                times, rid = await _answer(reader, sent)
             n = len(times)
             tpot = (times[-1] - times[0]) * 1000.0 / (n - 1) if n > 1 else 0.0
-            out.append(Sample(user, len(out), rid, times[0] * 1000.0, tpot, times[-1] * 1000.0, n))
+            out.append(Sample(user, len(out), rid, times[0] * 1000.0, tpot, times[-1] * 1000.0, n, sent - began))
     finally:
         writer.close()
     return out
 
 
 async def _closed_loop(
-    url: tuple[str, int], users: int, seconds: float, spread_s: float, limit: int, words: int, work: Workload
+    url: tuple[str, int], delays: Sequence[float], seconds: float, limit: int, words: int, work: Workload
 ) -> list[Sample]:
-    stop_at = time.perf_counter() + seconds
+    began = time.perf_counter()
     run = next(RUNS)
-    tasks = [_user(u, url, u * spread_s / users, stop_at, limit, words, work, run) for u in range(users)]
+    tasks = [_user(u, url, delay, (began, began + seconds), limit, words, work, run) for u, delay in enumerate(delays)]
     return [s for samples in await asyncio.gather(*tasks) for s in samples]
 
 
@@ -103,15 +115,17 @@ def closed_loop(
     seconds: float,
     *,
     spread_s: float = 0.0,
+    phases: Sequence[float] | None = None,
     limit: int = 1000,
     words: int = 60,
     work: Workload = DEFAULT_WORK,
 ) -> list[Sample]:
     """Run `users` closed-loop users for `seconds` (each stops after `limit` answers), their first requests spread
-    over `spread_s`, as the engine's capacity simulation spreads them; each answer's length is the simulation's
-    (`output_of(work, ...)`, asked as max_tokens: the mock's own output_tokens must be larger). Every answer, in no
-    particular order."""
-    return asyncio.run(_closed_loop(url, users, seconds, spread_s, limit, words, work))
+    evenly over `spread_s`, as the engine's capacity simulation spreads them, or each after its own delay in
+    `phases` (seconds, one per user); each answer's length is the simulation's (`output_of(work, ...)`, asked as
+    max_tokens: the mock's own output_tokens must be larger). Every answer, in no particular order."""
+    delays = list(phases) if phases is not None else [u * spread_s / users for u in range(users)]
+    return asyncio.run(_closed_loop(url, delays, seconds, limit, words, work))
 
 
 async def _ping(host: str, port: int, count: int, idle_s: float) -> list[float]:

@@ -9,7 +9,20 @@ import statistics
 
 import pytest
 
-from loadlib.pacing import ArrivalSchedule, interarrival_ms, ramp_users, step_users, wait_for_slot, worker_rate
+from loadlib.pacing import (
+    PHASE_MIN_S,
+    ArrivalSchedule,
+    Phase,
+    ThinkTime,
+    interarrival_ms,
+    mean_wait_s,
+    parse_phase,
+    parse_think,
+    ramp_users,
+    step_users,
+    wait_for_slot,
+    worker_rate,
+)
 
 
 class FakeClock:
@@ -98,3 +111,66 @@ def test_a_new_rate_voids_the_slots_taken_and_starts_now() -> None:
     assert s.take() - slot == pytest.approx(100.0), "then every 100 ms"
     with pytest.raises(ValueError, match="> 0"):
         s.set_rate(0)
+
+
+# closed-loop users: phase and think time
+
+
+@pytest.mark.parametrize(
+    ("text", "window"),
+    [("auto", None), ("", None), ("off", 0.0), ("0", 0.0), ("2", 2.0), ("2s", 2.0), ("500ms", 0.5), ("1m", 60.0)],
+)
+def test_phase_options_read(text: str, window: float | None) -> None:
+    assert parse_phase(text) == Phase(window)
+
+
+@pytest.mark.parametrize("text", ["-1", "soon", "2h", "1-3"])
+def test_a_bad_phase_is_one_line(text: str) -> None:
+    with pytest.raises(ValueError, match=r"^--llm-user-phase .*: expected auto, off \(or 0\)"):
+        parse_phase(text)
+
+
+def test_the_auto_window_is_the_larger_of_a_second_and_the_mean_think_time() -> None:
+    assert Phase().window(None) == PHASE_MIN_S == 1.0
+    assert Phase().window(0.2) == 1.0 and Phase().window(4.0) == 4.0
+    assert Phase(0.0).window(4.0) == 0.0 and Phase(2.5).window(9.0) == 2.5
+
+
+@pytest.mark.parametrize(
+    ("text", "think"),
+    [
+        ("", None),
+        ("exp:2", ThinkTime("exp", 2.0, 2.0)),
+        ("exp:500ms", ThinkTime("exp", 0.5, 0.5)),
+        ("2s", ThinkTime("constant", 2.0, 2.0)),
+        ("0", ThinkTime("constant", 0.0, 0.0)),
+        ("1-3", ThinkTime("uniform", 1.0, 3.0)),
+    ],
+)
+def test_think_time_options_read(text: str, think: ThinkTime | None) -> None:
+    assert parse_think(text) == think
+
+
+@pytest.mark.parametrize("text", ["exp:", "exp:1-3", "3-1", "1-", "poisson:2", "x"])
+def test_a_bad_think_time_is_one_line(text: str) -> None:
+    with pytest.raises(ValueError, match=r"^--llm-think-time .*: expected empty"):
+        parse_think(text)
+
+
+@pytest.mark.parametrize("think", [ThinkTime("exp", 2.0, 2.0), ThinkTime("uniform", 1.0, 3.0)])
+def test_think_times_have_their_mean(think: ThinkTime) -> None:
+    rng = random.Random(3)
+    draws = [think.draw(rng) for _ in range(20_000)]
+    assert statistics.fmean(draws) == pytest.approx(think.mean_s, rel=0.03)
+    assert min(draws) >= think.low if think.kind == "uniform" else min(draws) >= 0.0
+    assert ThinkTime("constant", 2.0, 2.0).draw(rng) == 2.0 and ThinkTime("exp", 0.0, 0.0).draw(rng) == 0.0
+
+
+def test_the_mean_of_locusts_own_wait_times_is_read_from_them() -> None:
+    from locust import User, between, constant, constant_pacing, constant_throughput, poisson
+
+    assert mean_wait_s(between(1, 3)) == 2.0 and mean_wait_s(constant(0.5)) == 0.5
+    assert mean_wait_s(poisson(4)) == 0.25
+    assert mean_wait_s(constant_pacing(5)) == 5.0 and mean_wait_s(constant_throughput(2)) == 0.5
+    assert mean_wait_s(User.wait_time) == 0.0, "Locust's default: no think time"
+    assert mean_wait_s(lambda user: 1.0) is None, "a think time of one's own is unknown"
