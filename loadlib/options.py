@@ -27,7 +27,6 @@ from loadlib.option import (
     DOC,
     ENDPOINT,
     FAILOVER,
-    INFLUX,
     LIMITS,
     LOAD,
     OUTPUT,
@@ -39,6 +38,7 @@ from loadlib.outputs.progress import checked_mode as checked_progress
 from loadlib.pacing import PROCESSES as ARRIVAL_PROCESSES
 from loadlib.pacing import parse_phase, parse_think
 from loadlib.providers import registry as providers
+from loadlib.sinks.options import INFLUX_OPTIONS
 
 DEFAULT_AUDIT = "results/audit-{run_id}.jsonl"
 DOC_MODES = ("whole", "chunked", "probe")
@@ -447,42 +447,7 @@ OPTIONS: tuple[Option, ...] = (
     _o("--shape-step-s", SHAPES, 30.0, "StepShape: seconds per step."),
     *CAPACITY_OPTIONS,
     # InfluxDB
-    _o(
-        "--influx-url",
-        INFLUX,
-        "",
-        "InfluxDB base URL, e.g. http://127.0.0.1:8086; empty = no InfluxDB output. Credentials come only from the "
-        "environment: INFLUX_TOKEN (v2) or INFLUX_USER + INFLUX_PASSWORD (v1).",
-    ),
-    _o("--influx-api", INFLUX, "v2", "v2 (InfluxDB 2.x/3.x /api/v2/write) or v1 (/write)."),
-    _o("--influx-db", INFLUX, "locust", "v1: database."),
-    _o("--influx-rp", INFLUX, "", "v1: retention policy (default: the database's)."),
-    _o("--influx-org", INFLUX, "", "v2: organisation (any value, e.g. '-', for v3)."),
-    _o("--influx-bucket", INFLUX, "locust", "v2: bucket."),
-    _o(
-        "--influx-buffer",
-        INFLUX,
-        100_000,
-        "Most points buffered per node while InfluxDB is slow or down; beyond it the oldest are dropped and counted.",
-        web_ui=False,
-    ),
-    _o("--influx-batch", INFLUX, 5000, "Points per write request.", web_ui=False),
-    _o(
-        "--llm-grafana-url",
-        INFLUX,
-        "",
-        "Grafana's base URL (e.g. http://localhost:3000): the web UI's LLM charts link to the overview dashboard "
-        "filtered to this run.",
-        web_ui=False,
-    ),
-    _o("--influx-flush-interval", INFLUX, 1.0, "Seconds between flushes.", web_ui=False),
-    _o(
-        "--influx-close-timeout",
-        INFLUX,
-        5.0,
-        "Seconds the last flush may take at test stop; what is left is counted as dropped.",
-        web_ui=False,
-    ),
+    *INFLUX_OPTIONS,  # docs/influxdb.md
     *SERVER_METRICS_OPTIONS,  # docs/capacity.md, "Server-side metrics"
 )
 PATH_OPTIONS = ("llm_summary", "llm_records", "audit_file")  # files loadlib writes: checked before any load
