@@ -6,7 +6,7 @@ The same short headless Locust run (bench/locustfile_bench.py: 8 users streaming
 so a drift of the shared machine falls on both), each run's loop lag p99 and CPU p90 taken from its --llm-summary.
 It prints every run, the median of each mode and the median of the paired differences (with minus without).
 
-By default the target is the mock with its batching engine (its /metrics is vLLM's whole engine set, about 32 KB),
+By default the target is the mock with its batching engine (its /metrics is vLLM's whole engine set, about 35 KB),
 the mock pinned to one core and Locust to the other; `--url` gives a real server instead (vLLM: its /metrics at the
 root, about 54 KB), which then gets the load too.
 
@@ -24,8 +24,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,27 @@ def target(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
         yield mock.url + "/v1", args.metrics_url or mock.url + "/metrics"
 
 
-def body_size(url: str) -> int:
+def parse_costs(url: str) -> str:
+    """The body's size and what parsing it costs the loop (median of 20, ms): all of it, and the lines kept."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from loadlib.metrics import server_metrics as sm
+
     with urllib.request.urlopen(url, timeout=10) as r:
-        return len(r.read())
+        text = r.read().decode()
+
+    def ms(parse: Callable[[], object]) -> float:
+        times = []
+        for _ in range(20):
+            began = time.perf_counter()
+            parse()
+            times.append((time.perf_counter() - began) * 1000.0)
+        return statistics.median(times)
+
+    whole = ms(lambda: sm.sample_of(text_string_to_metric_families(text)))
+    kept = ms(lambda: sm.parse(text))
+    lines = f"{text.count(chr(10))} lines, {sm.kept(text).count(chr(10))} kept"
+    return f"{len(text):,} bytes, {lines}; parsing it all takes {whole:.2f} ms, the kept lines {kept:.2f} ms"
 
 
 def show(mode: str, run: dict[str, Any]) -> None:
@@ -110,11 +129,8 @@ def main() -> None:
     args = ap.parse_args()
     args.pin = args.pin and not args.url
     with target(args) as (host, metrics_url):
-        print(
-            f"target {host}; /metrics {metrics_url} ({body_size(metrics_url):,} bytes); {args.users} users, "
-            f"{args.seconds} s a run, scrape every {args.interval:g} s",
-            flush=True,
-        )
+        print(f"target {host}; /metrics {metrics_url}: {parse_costs(metrics_url)}")
+        print(f"{args.users} users, {args.seconds} s a run, scrape every {args.interval:g} s", flush=True)
         runs: dict[str, list[dict[str, Any]]] = {"without": [], "with": []}
         for i in range(args.repeats):
             print(f"repeat {i + 1}:")

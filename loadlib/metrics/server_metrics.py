@@ -6,13 +6,13 @@ Pure: text in, a `ServerSample` out; two samples' TTFT histograms give the TTFT 
 token between them (their difference), as mean and percentiles interpolated within the buckets (Prometheus's
 `histogram_quantile`).
 
-Only the lines of the families read here reach the parser (`kept`): the scrape runs on the load generator's event
-loop, and a server's whole body is mostly other families (vLLM's is about 54 KB, 640 lines: every histogram with its
-`_created`, the process's and the API server's `http_*`). Parsing all of it took 9-15 ms on one core (measured with
-bench/scrape_lag.py's body), a stall of the loop that reads the streams; the filter takes 0.15 ms and leaves about 35
-lines, which parse in 0.55 ms. Filtering makes that cost independent of the body's size; a thread would not help (a
-parse holds the GIL for up to a 5 ms switch interval at a time) and a separate process would cost more than it saves
-at under a millisecond a scrape."""
+Only the lines of the families read here reach the parser (`kept`), by measurement: the scrape runs on the load
+generator's event loop, and a server's body is mostly other families (a real vLLM's, tests/fixtures/metrics: 54 KB,
+629 lines, every histogram with its `_created`, the process's and the API server's `http_*`). Parsing all of it took
+9-15 ms on one core, a stall of the loop that reads the streams; the line filter takes 0.15 ms and keeps 37 lines,
+which parse in 0.55 ms, whatever the body's size. In a thread (gevent's threadpool) the whole parse still stalled the
+loop 5-8 ms at a time, as the GIL changes hands every 5 ms; a separate process would spare the loop the last
+0.7 ms a scrape, at the price of a process and a pipe for the run."""
 
 from __future__ import annotations
 

@@ -136,6 +136,10 @@ class EngineDriver:
         metrics.prompt_len.observe(seq.prompt_tokens)
         metrics.output_len.observe(seq.generated)
         metrics.params_n.observe(1)  # the mock answers one choice
+        metrics.request_preemptions.observe(len(seq.preempted_at))
+        metrics.prefill_computed.observe(seq.prompt_tokens - seq.cached_tokens)
+        if seq.generated > 1:
+            metrics.tpot.observe((end - first) / (seq.generated - 1))
         reason = seq.finish_reason
         metrics.success[reason] = metrics.success.get(reason, 0) + 1
 

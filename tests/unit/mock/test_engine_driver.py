@@ -150,4 +150,8 @@ def test_metrics_parse_with_vllm_names_and_agree_with_the_work_done() -> None:
     assert (sums["vllm:request_prompt_tokens_sum"], sums["vllm:request_generation_tokens_sum"]) == (12, 15)
     # every token a step computed: the prompts, and each output token but the last (sampled, never fed back)
     assert sums["vllm:iteration_tokens_total_sum"] == 12 + 15 - 3
+    assert (
+        counts["vllm:request_time_per_output_token_seconds_count"] == counts["vllm:request_num_preemptions_count"] == 3
+    )
+    assert sums["vllm:request_prefill_kv_computed_tokens_sum"] == 12, "nothing was cached"
     assert done["vllm:prefix_cache_queries"].samples[0].value == 12
