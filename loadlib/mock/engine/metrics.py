@@ -203,7 +203,8 @@ class EngineMetrics:
         families = [*self._gauges(values, running, waiting, kv_usage), *self._counters(values)]
         families += [h.family(values, self.created) for h in self.histograms()]
         if cache is not None:
-            info = GaugeMetricFamily("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", labels=cache)
+            doc = "Information of the LLMEngine CacheConfig"
+            info = GaugeMetricFamily("vllm:cache_config_info", doc, labels=list(cache))
             info.add_metric(list(cache.values()), 1.0)
             families.append(info)
         return generate_latest(_PROCESS) + generate_latest(_Families(families))
