@@ -118,14 +118,11 @@ class Histogram:
 
     def family(self, values: list[str], created: float) -> Metric:
         """As prometheus_client's own histogram exposes itself: cumulative buckets, count, sum, `_created`."""
-        name = self.name
-        family = HistogramMetricFamily(name, self.help, labels=LABELS)
-        cumulative = accumulate(self.counts)
+        family = HistogramMetricFamily(self.name, self.help, labels=LABELS)
         bounds = (*map(float, self.bounds), float("inf"))
-        family.add_metric(
-            values, [(floatToGoString(b), float(n)) for b, n in zip(bounds, cumulative, strict=True)], self.total
-        )
-        family.samples.append(Sample(name + "_created", dict(zip(LABELS, values, strict=True)), created))
+        buckets = [(floatToGoString(b), float(n)) for b, n in zip(bounds, accumulate(self.counts), strict=True)]
+        family.add_metric(values, buckets, self.total)
+        family.samples.append(Sample(self.name + "_created", dict(zip(LABELS, values, strict=True)), created))
         return family
 
 
