@@ -99,6 +99,7 @@ class EngineDriver:
     def _deliver(self, step: Step) -> None:
         jobs, metrics, when = self.jobs, self.metrics, step.end
         metrics.preemptions += len(step.preempted)
+        metrics.iteration.observe(step.prefill_tokens + step.decode_seqs)
         for seq in sorted(step.tokens, key=_mid_stream):
             self._observe_token(seq)
             job = jobs.get(seq.rid)
@@ -117,6 +118,8 @@ class EngineDriver:
         if len(times) == 1:
             metrics.ttft.observe(times[0] - seq.arrival)
             metrics.prompt_tokens += seq.prompt_tokens
+            metrics.prefix_queries += seq.prompt_tokens
+            metrics.prefix_hits += seq.cached_tokens
         else:
             metrics.itl.observe(times[-1] - times[-2])
 
@@ -125,6 +128,18 @@ class EngineDriver:
         metrics.queue.observe(sum(b - a for a, b in seq.waits))
         end = seq.token_times[-1] if seq.token_times else seq.arrival
         metrics.e2e.observe(end - seq.arrival)
+        scheduled = seq.first_scheduled if seq.first_scheduled is not None else end
+        first = seq.token_times[0] if seq.token_times else end
+        metrics.inference.observe(end - scheduled)
+        metrics.prefill.observe(first - scheduled)
+        metrics.decode.observe(end - first)
+        metrics.prompt_len.observe(seq.prompt_tokens)
+        metrics.output_len.observe(seq.generated)
+        metrics.params_n.observe(1)  # the mock answers one choice
+        metrics.request_preemptions.observe(len(seq.preempted_at))
+        metrics.prefill_computed.observe(seq.prompt_tokens - seq.cached_tokens)
+        if seq.generated > 1:
+            metrics.tpot.observe((end - first) / (seq.generated - 1))
         reason = seq.finish_reason
         metrics.success[reason] = metrics.success.get(reason, 0) + 1
 

@@ -79,8 +79,14 @@ def metrics_body(driver: EngineDriver | None, metrics: EngineMetrics, streams_ac
     """Prometheus text. Without the engine, running is the streams being written and nothing waits."""
     if driver is None:
         return metrics.render(model, streams_active, 0, 0.0)
-    kv = driver.engine.kv
-    return metrics.render(model, len(driver.engine.running), driver.waiting, kv.used / max(1, kv.total))
+    kv, params = driver.engine.kv, driver.params
+    cache = {
+        "block_size": str(params.block_size),
+        "enable_prefix_caching": str(params.prefix_caching),
+        "engine": "0",
+        "num_gpu_blocks": str(params.kv_blocks),
+    }
+    return metrics.render(model, len(driver.engine.running), driver.waiting, kv.used / max(1, kv.total), cache)
 
 
 def state(driver: EngineDriver | None) -> dict[str, Any] | None:

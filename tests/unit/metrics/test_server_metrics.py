@@ -74,7 +74,7 @@ def test_litellm_has_only_its_upstream_ttft() -> None:
 def test_unknown_names_and_bad_text() -> None:
     assert sm.parse("# TYPE up gauge\nup 1\n").source is None
     with pytest.raises(ValueError):
-        sm.parse("this is { not prometheus")
+        sm.parse("vllm:num_requests_waiting this is { not prometheus")
 
 
 def test_quantiles_interpolate_within_the_bucket_as_histogram_quantile() -> None:

@@ -139,4 +139,19 @@ def test_metrics_parse_with_vllm_names_and_agree_with_the_work_done() -> None:
     assert counts["vllm:time_to_first_token_seconds_count"] == 3
     assert counts["vllm:inter_token_latency_seconds_count"] == 12
     assert counts["vllm:request_queue_time_seconds_count"] == 3
-    assert done["vllm:request_success"].samples[0].labels == {"model_name": "m", "finished_reason": "stop"}
+    assert done["vllm:request_success"].samples[0].labels == {
+        "engine": "0",
+        "model_name": "m",
+        "finished_reason": "stop",
+    }
+    sums = {s.name: s.value for f in done.values() for s in f.samples if s.name.endswith("_sum")}
+    for name in ("inference_time", "prefill_time", "decode_time", "prompt_tokens", "generation_tokens", "params_n"):
+        assert counts[f"vllm:request_{name}{'_seconds' if 'time' in name else ''}_count"] == 3, name
+    assert (sums["vllm:request_prompt_tokens_sum"], sums["vllm:request_generation_tokens_sum"]) == (12, 15)
+    # every token a step computed: the prompts, and each output token but the last (sampled, never fed back)
+    assert sums["vllm:iteration_tokens_total_sum"] == 12 + 15 - 3
+    assert (
+        counts["vllm:request_time_per_output_token_seconds_count"] == counts["vllm:request_num_preemptions_count"] == 3
+    )
+    assert sums["vllm:request_prefill_kv_computed_tokens_sum"] == 12, "nothing was cached"
+    assert done["vllm:prefix_cache_queries"].samples[0].value == 12
