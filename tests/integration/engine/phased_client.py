@@ -9,7 +9,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -39,25 +39,29 @@ async def _stream(session: aiohttp.ClientSession, url: str, body: dict, load: Lo
         load.ttft_ms.append(ttft)
 
 
-async def _user(session, url, bodies: Sequence[dict], phase_s: float, end: float, load: Load) -> None:
+Body = Callable[[int, int], dict]
+"""The JSON body of a user's request: `body(user, index)`."""
+
+
+async def _user(session, url, body: Body, user: int, phase_s: float, end: float, load: Load) -> None:
     await asyncio.sleep(phase_s)
-    i = 0
+    index = 0
     while time.perf_counter() < end:
-        await _stream(session, url, bodies[i % len(bodies)], load)
-        i += 1
+        await _stream(session, url, body(user, index), load)
+        index += 1
 
 
-async def _run(url: str, bodies: Sequence[dict], users: int, seconds: float, phase_s: float, seed: int) -> Load:
+async def _run(url: str, body: Body, users: int, seconds: float, phase_s: float, seed: int) -> Load:
     load, rng = Load(), random.Random(seed)
     connector = aiohttp.TCPConnector(limit=users)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as session:
         end = time.perf_counter() + seconds
         phases = [rng.uniform(0, phase_s) for _ in range(users)]
-        await asyncio.gather(*(_user(session, url, bodies, p, end, load) for p in phases))
+        await asyncio.gather(*(_user(session, url, body, u, p, end, load) for u, p in enumerate(phases)))
     return load
 
 
-def run(base_url: str, bodies: Sequence[dict], users: int, seconds: float, phase_s: float = 1.0, seed: int = 1) -> Load:
+def run(base_url: str, body: Body, users: int, seconds: float, phase_s: float = 1.0, seed: int = 1) -> Load:
     """Run the load for `seconds` (each user finishes its request in flight) against `base_url`/chat/completions."""
     url = base_url.rstrip("/") + "/chat/completions"
-    return asyncio.run(_run(url, bodies, users, seconds, phase_s, seed))
+    return asyncio.run(_run(url, body, users, seconds, phase_s, seed))

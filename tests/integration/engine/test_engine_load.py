@@ -20,7 +20,7 @@ from tests.integration.engine_load import p50, prompt
 from tests.integration.locust_runs import env, locust_cmd, run
 
 pytestmark = pytest.mark.integration
-USERS, WORDS, OUTPUT, SECONDS, SETTLE_S = 64, 60, 96, 30, 10
+USERS, WORDS, OUTPUT, SECONDS, SETTLE_S = 64, 60, 128, 30, 10  # OUTPUT: --llm-max-tokens' default
 LOCUSTFILE = "tests/fixtures/locustfiles/back_to_back.py"
 CLUSTER_LINE = "Request starts cluster (users in lockstep)"
 
@@ -45,12 +45,17 @@ def gap_share(starts_ns: list[int]) -> float:
 
 def independent(engine: Engine, cycle_s: float) -> phased_client.Load:
     """The plain asyncio client, the same requests, its users' first requests at random over `cycle_s`."""
-    bodies = [
-        {"model": engine.model, "stream": True, "max_tokens": OUTPUT, "ignore_eos": True,
-         "messages": [{"role": "user", "content": prompt(7000, user, 0, WORDS)}]}
-        for user in range(USERS)
-    ]  # fmt: skip
-    return phased_client.run(engine.url, bodies, USERS, SECONDS, phase_s=cycle_s)
+
+    def body(user: int, index: int) -> dict:
+        content = prompt(7000, user, index, WORDS)  # as back_to_back.py's users ask, in a run of its own
+        return {
+            "model": engine.model,
+            "stream": True,
+            "max_tokens": OUTPUT,
+            "messages": [{"role": "user", "content": content}],
+        }
+
+    return phased_client.run(engine.url, body, USERS, SECONDS, phase_s=cycle_s)
 
 
 def test_users_start_apart_and_the_check_finds_them_in_lockstep(engine: Engine, tmp_path: Path) -> None:
