@@ -470,7 +470,14 @@ def serve(server: HostileServer, name: str, trust: Path | None) -> None:
         server.serve_forever(poll_interval=0.5)
 
 
-from loadlib.mock import hostile_end, hostile_framing, hostile_memory, hostile_status, hostile_usage  # noqa: E402, F401
+from loadlib.mock import (  # noqa: E402, F401
+    hostile_body,
+    hostile_end,
+    hostile_framing,
+    hostile_memory,
+    hostile_status,
+    hostile_usage,
+)
 
 if __name__ == "__main__":  # main of the imported module, whose registry the other modules fill
     sys.exit(__import__("loadlib.mock.hostile", fromlist=["main"]).main())
