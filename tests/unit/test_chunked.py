@@ -3,6 +3,8 @@ alone, whatever the reads' boundaries; every other byte as it came (loadlib.tran
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from loadlib.errors import ErrorClass
@@ -20,7 +22,7 @@ def body_of(wire: bytes, cuts: range | list[int]) -> tuple[bytes, bool, object]:
     """(body, complete, framing error) of a chunked response fed in pieces cut at `cuts`."""
     resp = Response("POST")
     bounds = [0, *cuts, len(wire)]
-    for a, b in zip(bounds, bounds[1:], strict=False):
+    for a, b in pairwise(bounds):
         if b > a and resp.framing_error is None:  # after a framing error the body reader stops
             resp.feed(wire[a:b])
     return resp.take_body() if resp.buffered else b"", resp.message_complete, resp.framing_error

@@ -80,4 +80,6 @@ def test_a_cut_off_attempt_says_how_long_it_had_run_not_its_e2e() -> None:
     out.output_stamps_ms.extend([5.0, 8.0])
     cut_off(out)
     assert out.status is ErrorClass.CUT_OFF
-    assert out.message == "cut off by the end of the run 3.0 s after it was sent, 2 output events in (its user was stopped)"
+    assert out.message == (
+        "cut off by the end of the run 3.0 s after it was sent, 2 output events in (its user was stopped)"
+    )
