@@ -25,6 +25,10 @@ class MalformedEventError(LoadlibError):
     """An SSE event whose data is not the JSON the provider's protocol promises."""
 
 
+class NotJSONError(MalformedEventError):
+    """An event or a body that is not JSON at all (not merely JSON of the wrong shape)."""
+
+
 class OversizedError(LoadlibError):
     """A response crossed one of our size caps (`line`, `event` or `response`): reading stops, the connection closes."""
 

@@ -468,8 +468,9 @@ def _prompt_unreported(outcome: StreamOutcome) -> bool:
 
 def cut_off(outcome: StreamOutcome) -> None:
     """An attempt cancelled because its user was stopped (the run ended, a ramp-down): `cut_off`, with how long it
-    ran and what arrived; its tokens and cost count as a hedge loser's do."""
-    took = (outcome.e2e_ms or 0.0) / 1000.0
+    ran and what arrived; its tokens and cost count as a hedge loser's do. Its age is from its start to now, the
+    stop (its cancelled call returns at once), not its E2E, which its terminal event may have set long before."""
+    took = max(0.0, time.perf_counter() - outcome.t0)
     outcome.status = ErrorClass.CUT_OFF
     outcome.message = (
         f"cut off by the end of the run {took:.1f} s after it was sent, {len(outcome.output_stamps_ms)} output "

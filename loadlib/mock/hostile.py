@@ -16,6 +16,7 @@ enough HTTP/1.1 to read a request, a thread per connection so no misbehaviour wa
 from __future__ import annotations
 
 import argparse
+import importlib
 import itertools
 import json
 import shutil
@@ -487,14 +488,8 @@ def serve(server: HostileServer, name: str, trust: Path | None) -> None:
         server.serve_forever(poll_interval=0.5)
 
 
-from loadlib.mock import (  # noqa: E402, F401
-    hostile_end,
-    hostile_framing,
-    hostile_keepalive,
-    hostile_memory,
-    hostile_status,
-    hostile_usage,
-)
+for _more in ("body", "end", "framing", "keepalive", "memory", "status", "usage"):  # each registers its behaviours
+    importlib.import_module(f"loadlib.mock.hostile_{_more}")
 
 if __name__ == "__main__":  # main of the imported module, whose registry the other modules fill
     sys.exit(__import__("loadlib.mock.hostile", fromlist=["main"]).main())

@@ -1,14 +1,18 @@
-"""Hostile behaviours about HTTP framing: a head that never ends, bytes after a complete response, and a body without
-length on a connection that claims keep-alive.
+"""Hostile behaviours about HTTP framing: a head that never ends, bytes after a complete response, a body without
+length on a connection that claims keep-alive, a chunked body that never ends after the terminal event, and chunk
+size lines with the whitespace RFC 9112 allows.
 
 Registered in loadlib.mock.hostile's `--list` by an import at the end of that module. A client must cap the head
 (`oversized`, not memory growing until a timeout), let a complete answer stand whatever follows it (and not reuse the
-connection), and close a close-delimited body at its end instead of waiting on a connection that will not close.
+connection), close a close-delimited body at its end instead of waiting on a connection that will not close, end an
+attempt at its terminal event however long the body goes on after it, and read every chunk size line the RFC allows.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from contextlib import suppress
 
 from loadlib.mock.hostile import (
     CHUNKED,
@@ -18,6 +22,7 @@ from loadlib.mock.hostile import (
     WRITE_SIZE,
     Exchange,
     behaviour,
+    chunk,
     completion,
     delta,
     event,
@@ -65,4 +70,58 @@ def http10_keepalive_no_length(x: Exchange) -> bool:
     events = [event(delta(f"k{i} ", id=rid)) for i in range(5)]
     opening = b"HTTP/1.0 200 OK\r\n" + head("200 OK", SSE, "Connection: keep-alive").split(b"\r\n", 1)[1]
     x.peer.send(opening + b"".join([*events, event(usage(id=rid)), DONE]))
+    return True
+
+
+DONE_STREAM_EVENTS = 20  # as the control `slow-ok`: 20 content events 10 ms apart, usage, [DONE]
+DONE_PAUSE_S = 0.01
+PING_EVERY_S = 1.0  # after [DONE], an SSE comment this often: a gateway's keep-alive that outlives the answer
+
+
+def _answer_then_no_end(x: Exchange, name: str) -> None:
+    """The control's chunked stream up to its [DONE] chunk, without the last chunk (`0`) that would end the body."""
+    rid = f"{name}-{x.n}"
+    x.peer.send(head("200 OK", SSE, CHUNKED, f"x-request-id: {rid}"))
+    for i in range(DONE_STREAM_EVENTS):
+        x.peer.send(chunk(event(delta(f"d{i} ", id=rid))))
+        time.sleep(DONE_PAUSE_S)
+    x.peer.send(chunk(event(usage(id=rid))) + chunk(DONE))
+
+
+@behaviour("done-then-silence", "200 SSE, chunked: a complete answer and [DONE], then the body never ends (silence)")
+def done_then_silence(x: Exchange) -> bool:
+    """The answer is whole at [DONE], but the chunked body is never ended: a client that waits for its end before
+    the next request waits out its own limit after every request. Ends when the client hangs up."""
+    _answer_then_no_end(x, "silence")
+    with suppress(OSError):
+        while x.peer.sock.recv(WRITE_SIZE):  # a pipelined request is not answered: the body before it never ended
+            pass
+    return False
+
+
+@behaviour("done-then-pings", "200 SSE, chunked: a complete answer and [DONE], then an SSE comment every 1 s forever")
+def done_then_pings(x: Exchange) -> bool:
+    """As done-then-silence, but the body keeps moving: a limit restarted by every read never ends it."""
+    _answer_then_no_end(x, "pings")
+    with suppress(OSError):
+        while True:
+            time.sleep(PING_EVERY_S)
+            x.peer.send(chunk(b": keep-alive\n\n"))
+    return False
+
+
+CHUNK_EXTENSIONS = (b" ;x", b"; x", b" ; name = value", b"\t;x", b';x="a b"')  # RFC 9112 7.1.1: BWS around ; and =
+
+
+def spaced_chunk(data: bytes, i: int) -> bytes:
+    """One chunk whose size line carries the i-th extension form."""
+    return b"%x%s\r\n%s\r\n" % (len(data), CHUNK_EXTENSIONS[i % len(CHUNK_EXTENSIONS)], data)
+
+
+@behaviour("chunk-ext-space", "200 SSE, chunked: chunk size lines with extensions and the whitespace RFC 9112 allows")
+def chunk_ext_space(x: Exchange) -> bool:
+    rid = f"ext-{x.n}"
+    events = [event(delta(f"x{i} ", id=rid)) for i in range(6)] + [event(usage(id=rid)), DONE]
+    body = b"".join(spaced_chunk(e, i) for i, e in enumerate(events))
+    x.peer.send(head("200 OK", SSE, CHUNKED, f"x-request-id: {rid}") + body + b"0 ;end=1\r\n\r\n")
     return True

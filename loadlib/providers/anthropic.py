@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from loadlib.errors import MalformedEventError, UnsupportedAPIError
-from loadlib.providers import errors_body, fields
+from loadlib.providers import errors_body, fields, jsonread
 from loadlib.providers.base import (
     ERROR,
     OUTPUT,
@@ -32,7 +32,7 @@ from loadlib.providers.base import (
     StreamResult,
     ToolCall,
 )
-from loadlib.providers.http import join_path, json_body, post_json
+from loadlib.providers.http import join_path, json_body_mended, post_json
 from loadlib.providers.kept import DEFAULT_MAX_TEXT, Budget, Kept
 from loadlib.providers.usage import ANTHROPIC_KEYS, anthropic_usage
 
@@ -68,6 +68,7 @@ class AnthropicParser:
         "_error",
         "_finish",
         "_id",
+        "_mended",
         "_model",
         "_outputs",
         "_reasoning",
@@ -91,6 +92,7 @@ class AnthropicParser:
         self._outputs = 0
         self._started = False
         self._terminal = False
+        self._mended = 0
 
     def feed(self, event: bytes, data: bytes) -> int:
         try:
@@ -100,7 +102,8 @@ class AnthropicParser:
                 return 0  # a proxy's OpenAI-style sentinel after a Messages stream: nothing to read
             if event == b"error":
                 return self._record_error(data.decode("utf-8", "replace"))
-            raise MalformedEventError(errors_body.not_json("messages event", data)) from None
+            obj, mended = jsonread.reread(data, "messages event")  # a lone surrogate, or why it is not JSON
+            self._mended += mended
         if type(obj) is not dict:
             raise MalformedEventError("messages event is not a JSON object")
         etype = obj.get("type") or event.decode("ascii", "replace")
@@ -219,6 +222,7 @@ class AnthropicParser:
             output_events=self._outputs,
             terminal=self._terminal,
             text_dropped=self._budget.dropped,
+            mended=self._mended,
         )
 
 
@@ -279,7 +283,7 @@ class AnthropicAdapter:
         return AnthropicParser(max_text)
 
     def parse_response(self, body: bytes) -> StreamResult:
-        obj = json_body(body, "messages body")
+        obj, mended = json_body_mended(body, "messages body")
         if obj.get("type") == "error":
             return StreamResult(error=errors_body.stream_error(obj), terminal=True)
         if obj.get("type") == "message" and type(obj.get("content")) is not list:
@@ -318,6 +322,7 @@ class AnthropicAdapter:
             model=fields.identifier(obj.get("model")),
             output_events=1 if (joined or tools or reasoning) else 0,
             terminal=True,
+            mended=mended,
         )
 
     def classify_error(self, status: int, body: bytes) -> ProviderError:

@@ -102,6 +102,7 @@ class StreamResult:
     output_events: int = 0
     terminal: bool = False
     text_dropped: int = 0  # output characters past --llm-max-text-kb, counted, not kept (loadlib.providers.kept)
+    mended: int = 0  # lone UTF-16 surrogate escapes read as U+FFFD (loadlib.providers.jsonread)
 
     @property
     def text(self) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from loadlib.errors import MalformedEventError
-from loadlib.providers import errors_body
+from loadlib.providers import jsonread
 from loadlib.providers.base import ChatRequest, HttpRequest
 
 
@@ -48,10 +48,15 @@ def post_json(path: str, body: dict[str, Any], headers: dict[str, str], req: Cha
 
 def json_body(body: bytes, what: str) -> dict[str, Any]:
     """A non-streamed response body as a JSON object, or MalformedEventError naming `what` it should have been."""
+    return json_body_mended(body, what)[0]
+
+
+def json_body_mended(body: bytes, what: str) -> tuple[dict[str, Any], int]:
+    """`json_body`, with how many lone surrogate escapes in it were read as U+FFFD (loadlib.providers.jsonread)."""
     try:
-        obj = orjson.loads(body)
+        obj, mended = orjson.loads(body), 0
     except orjson.JSONDecodeError:
-        raise MalformedEventError(errors_body.not_json(what, body)) from None
+        obj, mended = jsonread.reread(body, what)
     if not isinstance(obj, dict):
         raise MalformedEventError(f"{what} is not a JSON object")
-    return obj
+    return obj, mended

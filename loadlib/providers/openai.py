@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from loadlib.errors import MalformedEventError, UnsupportedAPIError
-from loadlib.providers import errors_body, fields
+from loadlib.providers import errors_body, fields, jsonread
 from loadlib.providers.base import (
     ERROR,
     OUTPUT,
@@ -28,7 +28,7 @@ from loadlib.providers.base import (
     StreamResult,
     ToolCall,
 )
-from loadlib.providers.http import join_path, json_body, post_json
+from loadlib.providers.http import join_path, json_body_mended, post_json
 from loadlib.providers.kept import DEFAULT_MAX_TEXT, Budget, Kept
 from loadlib.providers.usage import openai_usage
 
@@ -73,6 +73,7 @@ class OpenAIChatParser:
         "_finish",
         "_id",
         "_last_tool",
+        "_mended",
         "_model",
         "_outputs",
         "_reasoning",
@@ -101,6 +102,7 @@ class OpenAIChatParser:
         self._model: str | None = None
         self._outputs = 0
         self._terminal = False
+        self._mended = 0
 
     def feed(self, event: bytes, data: bytes) -> int:
         if data == b"[DONE]":
@@ -115,7 +117,8 @@ class OpenAIChatParser:
         try:
             obj = _loads(data)
         except _JSONDecodeError:
-            raise MalformedEventError(errors_body.not_json("chat completion event", data)) from None
+            obj, mended = jsonread.reread(data, "chat completion event")  # a lone surrogate, or why it is not JSON
+            self._mended += mended
         if type(obj) is not dict:
             raise MalformedEventError("chat completion event is not a JSON object")
         if self._id is None or self._model is None:
@@ -320,6 +323,7 @@ class OpenAIChatParser:
             output_events=self._outputs,
             terminal=self._terminal,
             text_dropped=self._budget.dropped,
+            mended=self._mended,
         )
 
 
@@ -401,7 +405,7 @@ class OpenAIAdapter:
         return OpenAIChatParser(max_text)
 
     def parse_response(self, body: bytes) -> StreamResult:
-        obj = json_body(body, "chat completion body")
+        obj, mended = json_body_mended(body, "chat completion body")
         choices = obj.get("choices")
         if choices is not None:
             fields.array(choices, "choices")
@@ -412,7 +416,7 @@ class OpenAIAdapter:
             if foreign is None or foreign is errors_body.OPENAI_CHAT:
                 raise MalformedEventError("chat completion body without 'choices'")
             raise UnsupportedAPIError(foreign)
-        result = StreamResult(terminal=True)
+        result = StreamResult(terminal=True, mended=mended)
         for ch in choices:
             _read_choice(result, ch)
         usage = obj.get("usage")

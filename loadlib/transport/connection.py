@@ -31,7 +31,8 @@ from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTP
 from loadlib.config import Endpoint, Limits, Timeouts
 from loadlib.errors import OversizedError
 from loadlib.logs import RateLimitedLog
-from loadlib.transport.deadline import WATCHDOG
+from loadlib.transport.chunked import ChunkSizeLines
+from loadlib.transport.deadline import BODY_END_GRACE_S, LATE_END_MEMORY_S, WATCHDOG
 from loadlib.transport.stamps import ANCILLARY_SIZE, SO_TIMESTAMPNS, STAMPER, kernel_stamp
 
 _poll = get_original("select", "poll")
@@ -40,6 +41,7 @@ YIELD_S = 1e-6  # gevent.sleep(0) only runs other greenlets; the loop polls afte
 READ_SIZE = 65536
 STRAY_NOTE = "bytes followed the complete response: not parsed; the connection was closed, not reused"
 NO_LENGTH_NOTE = "no length: the body ends only at close; the connection was closed after the terminal event"
+LATE_END_NOTE = "the body did not end with its terminal event: the attempt ended there; the connection was closed"
 _LOG = logging.getLogger("loadlib.transport.connection")
 
 
@@ -127,23 +129,65 @@ class Response(HTTPResponse):
         self.final_complete = False  # a final (non-1xx) response ended; anything after it is stray
         self.stray = False
         self.head_bytes = 0  # bytes fed before the final head ended (interim 1xx heads included)
+        self.in_body = False  # the final head has been parsed: what follows is its body
+        self.head_tail = b""  # the last bytes of the head being read, where its blank line may have begun
+        self.chunk_lines: ChunkSizeLines | None = None  # a chunked body's size lines, as llhttp accepts them
 
-    def feed(self, data: str | bytes) -> None:
+    def feed(self, data: bytes) -> None:  # type: ignore[override]  # bytes only: the heads are found in them
         if self.framing_error is not None:
             raise self.framing_error
         if self.stray:
             return
+        if data:  # b"" is the end of file
+            if not self.in_body:
+                data = self._feed_heads(data)
+            if self.chunk_lines is not None and data:
+                data = self.chunk_lines.feed(data)
+            if not data:
+                return  # all of it was a head, or the start of a size line held until it ends
         try:
             super().feed(data)
         except _AfterTheEnd:
             self.stray = True
         except HTTPParseError as exc:
-            if self.final_complete:  # e.g. bytes after a `Connection: close` response: llhttp's closed state
-                self.stray = True
-            elif not self.headers_complete or _interim(self.get_code()):
-                raise
-            else:
-                self.framing_error = exc
+            self._failed(exc)
+
+    def _feed_heads(self, data: bytes) -> bytes:
+        """Parse the heads `data` holds or ends (interim 1xx ones, then the final one), each up to its blank line, and
+        return what follows the final head: its body, whose size lines, when chunked, llhttp must get as it accepts
+        them (loadlib.transport.chunked). llhttp ends every head line with CRLF, so its blank line is CRLF CRLF."""
+        while data and not self.in_body:
+            seen = self.head_tail + data
+            end = seen.find(b"\r\n\r\n")
+            if end < 0:
+                self.head_tail = seen[-3:]
+                self._parse(data)
+                return b""
+            cut = end + 4 - len(self.head_tail)
+            self.head_tail = b""
+            self._parse(data[:cut])
+            data = data[cut:]
+            self.in_body = self.final_head
+        if self.in_body and "chunked" in str(self.get("transfer-encoding") or "").lower():
+            self.chunk_lines = ChunkSizeLines()
+        return data
+
+    def _parse(self, data: bytes) -> None:
+        """llhttp's parse of `data`: a framing error after the final head is kept, not raised (see the class)."""
+        try:
+            super().feed(data)
+        except _AfterTheEnd:
+            self.stray = True
+        except HTTPParseError as exc:
+            self._failed(exc)
+
+    def _failed(self, exc: HTTPParseError) -> None:
+        if self.final_complete:  # e.g. bytes after a `Connection: close` response: llhttp's closed state
+            self.stray = True
+        elif not self.headers_complete or _interim(self.get_code()):
+            raise exc
+        else:
+            self.framing_error = exc
 
     def feed_head(self, data: bytes, cap: int) -> None:
         """Feed bytes read while the final head is incomplete; HeadTooLarge when it has not ended within `cap` bytes.
@@ -226,6 +270,8 @@ class Connection:
         self.drained = True
         self.stray_log = RateLimitedLog(_LOG, interval_s=30.0)
         self.no_length_log = RateLimitedLog(_LOG, interval_s=30.0)
+        self.late_end_log = RateLimitedLog(_LOG, interval_s=30.0)
+        self.late_end_at = float("-inf")  # when a body last did not end within its grace after the terminal event
         loop = get_hub().loop
         self.loop = loop if hasattr(loop, "iteration") else _NO_ITERATION  # other backends: yield every BUSY_S
         self.seen_iteration = -1
@@ -278,6 +324,29 @@ class Connection:
                 self.endpoint.base_url,
             )
         return NO_LENGTH_NOTE
+
+    def end_grace(self, now: float) -> float:
+        """How long after the terminal event the body's end may take: BODY_END_GRACE_S, or none (only bytes already
+        there are read) while a body on this connection lately did not end in time, so such a server costs one grace
+        per LATE_END_MEMORY_S, not one per request."""
+        return 0.0 if now - self.late_end_at < LATE_END_MEMORY_S else BODY_END_GRACE_S
+
+    def note_late_end(self, now: float, grace: float) -> str:
+        """Say (rate-limited) that a body went on after its terminal event; the record's note. A whole grace that ran
+        out is remembered (only that: the server gets its grace again LATE_END_MEMORY_S later)."""
+        if grace > 0:
+            self.late_end_at = now
+        self.late_end_log.error(
+            "a response from %s did not end its body with its terminal event ([DONE], message_stop): the answer is "
+            "complete, so the attempt ended there and the connection was closed instead of waiting for the end (a "
+            "new connection per request while this lasts)",
+            self.endpoint.base_url,
+        )
+        return LATE_END_NOTE
+
+    def readable(self) -> bool:
+        """Bytes (or the end of file) are waiting on the socket: a read would not wait."""
+        return self.sock is not None and not _idle_socket_alive(self.sock)
 
     def send(self, data: bytes, until: float) -> None:
         """Take the kept-alive socket (or connect) and send `data`; TimeoutError past `until`."""

@@ -3,7 +3,9 @@
 A request has four limits (docs/records.md and docs/metrics.md, "Error classes"): connect, TTFT (no output yet), idle
 (silence mid-stream) and total. Before every wait the reader asks `Deadline.until` how long it may wait; a limit already
 crossed (a server that never stops sending, or sends only keep-alives) raises at once, so limits hold whether the socket
-is silent or flooded. The watchdog wakes a reader parked in a wait past its limit.
+is silent or flooded. The watchdog wakes a reader parked in a wait past its limit. After the terminal event the answer
+is whole: the end of the body is awaited only until a point fixed at that event (`end_by`), never one that each read
+pushes back.
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ from typing import Any
 from loadlib.config import Timeouts
 from loadlib.errors import ErrorClass
 
-DRAIN_AFTER_TERMINAL_S = 5.0  # after the terminal event, how long the end of the HTTP message may take
+# After the terminal event, how long the end of the HTTP message may take for the connection to be reused: a server
+# sends it at once (in the same write, or the next: a delayed ACK can hold that one up to 200 ms). Past it, the
+# connection is closed; for LATE_END_MEMORY_S after that, the end must already be there (see Connection.end_grace).
+BODY_END_GRACE_S = 0.25
+LATE_END_MEMORY_S = 30.0
 SLACK_S = 1e-3
 
 
@@ -45,13 +51,14 @@ class Deadline:
         """When the response head must have arrived: the TTFT or the total limit, whichever comes first."""
         return min(self.ttft_at, self.total_at)
 
-    def until(self, now: float, awaiting_output: bool, terminal_seen: bool = False) -> float:
-        """How long the next wait may last (an absolute time); raises DeadlineExceeded when a limit is crossed."""
+    def until(self, now: float, awaiting_output: bool, end_by: float | None = None) -> float:
+        """How long the next wait may last (an absolute time), at most until `end_by` when given (the end of the
+        body after the terminal event); raises DeadlineExceeded when a limit is crossed."""
         limit = min(now + self.idle, self.total_at)
         if awaiting_output:
             limit = min(limit, self.ttft_at)
-        elif terminal_seen:
-            limit = min(limit, now + DRAIN_AFTER_TERMINAL_S)
+        if end_by is not None:
+            limit = min(limit, end_by)
         if limit <= now:
             raise self.exceeded(now, awaiting_output)
         return limit

@@ -1,5 +1,5 @@
-"""What one attempt measured (`StreamOutcome`): the raw numbers loadlib.transport.stream fills as the attempt runs and
-loadlib.records.build turns into the record (docs/records.md)."""
+"""What one attempt measured (`StreamOutcome`), in ms from its t0: loadlib.transport.stream fills it, the caller turns
+it into a RequestRecord."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from loadlib.errors import ErrorClass
 from loadlib.histogram import Histogram
 from loadlib.providers.base import StreamResult
+
+MAX_ITL = 4096  # gaps a record lists; later ones only in `itl_rest` (docs/metrics.md, "Memory")
 
 
 @dataclass(slots=True)
@@ -42,5 +44,13 @@ class StreamOutcome:
     unreachable: str | None = None
     opening: bytearray = field(default_factory=bytearray)  # the body's first bytes while no event has come
     client_fault: str | None = None  # the load generator itself failed (out of open files): the run cannot stand
-    note: str | None = None  # framing trouble that did not spoil the answer (stray bytes, a body without length)
+    note: str | None = None  # trouble that did not spoil the answer: fixed lines, joined by "; " (docs/records.md)
     stale_retry_ms: float | None = None  # from t0 to the send again on a new connection, the reused one being stale
+
+
+def add_note(out: StreamOutcome, line: str) -> None:
+    """Add one of the fixed lines of the record's `note`, once."""
+    if out.note is None:
+        out.note = line
+    elif line not in out.note.split("; "):
+        out.note = f"{out.note}; {line}"

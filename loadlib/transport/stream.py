@@ -2,8 +2,10 @@
 
 Timing follows docs/metrics.md, "Timing": t0 just before the request is handed to the connection; every read is stamped
 when its bytes arrived, before any parsing, and an event carries the stamp of the read that brought its first byte.
-Parsing happens after stamping, so its cost never leaks into a latency. The body is always drained to the end of the
-HTTP message so the connection goes back to the pool (closing at `[DONE]` forces a reconnect per request).
+Parsing happens after stamping, so its cost never leaks into a latency. After the terminal event the answer is whole
+and the attempt ends there; the end of the HTTP message is still read, within a short grace, so the connection goes
+back to the pool (closing at `[DONE]` forces a reconnect per request); a body that goes on past it is not waited for:
+its connection is closed and the record says so.
 
 `stream_call` never raises for anything a server or network does: every outcome is classified, and an exception of
 our own making becomes `internal_error` (its type in the message) instead of a lost attempt.
@@ -26,17 +28,18 @@ from loadlib.logs import RateLimitedLog
 from loadlib.providers import registry
 from loadlib.providers.base import ERROR, OUTPUT, TERMINAL, VISIBLE, Adapter, HttpRequest, StreamParser
 from loadlib.providers.errors_body import short
-from loadlib.providers.kept import capped
+from loadlib.providers.jsonread import MENDED_NOTE
+from loadlib.transport.body import MAX_ERROR_BODY, empty_message, ended_empty, next_bytes, read_error, read_other
 from loadlib.transport.connection import Connection, Response, request_bytes
 from loadlib.transport.deadline import Deadline, DeadlineExceeded
 from loadlib.transport.open_files import out_of_files
-from loadlib.transport.outcome import StreamOutcome
+from loadlib.transport.outcome import MAX_ITL, StreamOutcome, add_note
 from loadlib.transport.sse import SSEDecoder
 from loadlib.transport.status import head_verdict, header
 
-MAX_ERROR_BODY = 65536
+__all__ = ["MAX_ERROR_BODY", "MAX_ITL", "StreamOutcome", "add_note", "keep_beyond", "stream_call"]
+
 OPENING_BYTES = 512
-MAX_ITL = 4096  # gaps a record lists; later ones only in `itl_rest` (docs/metrics.md, "Memory")
 RATE_LIMIT_HEADERS = (
     "retry-after",
     "retry-after-ms",
@@ -51,6 +54,7 @@ CACHE_HEADERS = ("x-cache", "x-litellm-cache-key", "cf-cache-status")  # a gatew
 KEPT_HEADERS = (*RATE_LIMIT_HEADERS, *CACHE_HEADERS)  # what a record keeps of a head
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-mock-request-id")
 MAX_HEADER_VALUE = 200
+READY_S = 1.0  # bounds a read of bytes already waiting (it does not wait): the body's end without grace
 _CONNECT_ERRNOS = (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
 RETRIED = "sent again on a new connection after the kept-alive one was found closed"
 _UNFORESEEN = RateLimitedLog(logging.getLogger("loadlib.transport.stream"), interval_s=30.0)
@@ -256,11 +260,11 @@ def _read_response(
     content_type = str(resp.get("content-type") or "")
     try:
         if (out.http_status or 0) >= 300 or out.status is not ErrorClass.OK:  # or the head already decided
-            _read_error(out, conn, resp, adapter, dl)
+            read_error(out, conn, resp, adapter, dl)
         elif "text/event-stream" in content_type:
             _read_stream(out, conn, resp, adapter, dl, hook)
         else:
-            _read_other(out, conn, resp, adapter, dl, content_type)
+            read_other(out, conn, resp, adapter, dl, content_type)
             if hook is not None and out.ttft_ms is not None:
                 hook()
     except DeadlineExceeded as exc:
@@ -273,60 +277,8 @@ def _read_response(
         out.status, out.message = ErrorClass.STREAM_BROKEN, f"invalid HTTP framing mid-body ({_parse_error(exc)})"
     except OSError as exc:
         out.status, out.message = ErrorClass.STREAM_BROKEN, f"connection lost mid-stream ({type(exc).__name__})"
-
-
-def _body(
-    out: StreamOutcome,
-    conn: Connection,
-    resp: Response,
-    deadline: Deadline,
-    first: bool = False,
-    terminal_seen: bool = False,
-) -> tuple[bytes, float, float]:
-    """Next body bytes as they arrive (never waiting for a fixed size), with the arrival of their first and of their
-    last byte (see `Connection.recv`; `first=True` while the stream's first token is awaited); b"" at the end of the
-    HTTP message. The response's parser strips chunked framing; end of file ends a close-delimited body."""
-    while True:
-        if resp.buffered:
-            data = resp.take_body()
-            stamp, out.headers_read_at = out.headers_read_at, 0.0  # what is buffered first came with the headers
-            if stamp > out.t0:
-                return data, stamp, stamp
-            now = perf_counter()
-            return data, now, now
-        if resp.message_complete:
-            if resp.stray:
-                out.note = conn.note_stray()
-            now = perf_counter()
-            return b"", now, now
-        if resp.framing_error is not None:
-            raise resp.framing_error
-        awaiting = out.ttft_ms is None
-        try:
-            data, start, stamp = conn.recv(deadline.until(perf_counter(), awaiting, terminal_seen), first)
-        except TimeoutError:
-            raise deadline.exceeded(perf_counter(), awaiting) from None
-        out.response_bytes += len(data)
-        if out.response_bytes > conn.limits.response:
-            raise OversizedError("response", conn.limits.response)
-        resp.feed(data)  # b"" (end of file) completes a close-delimited body; cut short, it raises HTTPParseError
-        if not data and not resp.message_complete:
-            raise HTTPConnectionClosed("connection closed before the end of the body")
-        if resp.buffered:
-            data = resp.take_body()
-            return data, start, stamp
-
-
-def _read_error(out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline) -> None:
-    body = bytearray()
-    while len(body) < MAX_ERROR_BODY:
-        data, _, _ = _body(out, conn, resp, dl)
-        if not data:
-            break
-        body += data
-    if out.status is ErrorClass.OK:  # not decided by the head (a redirect, an invalid status, an unread encoding)
-        err = adapter.classify_error(out.http_status or 0, bytes(body[:MAX_ERROR_BODY]))
-        out.status, out.message = err.error_class, err.message
+    if out.result is not None and out.result.mended:
+        add_note(out, MENDED_NOTE)
 
 
 def _read_stream(
@@ -349,6 +301,8 @@ def _read_stream(
         out.e2e_ms = (perf_counter() - out.t0) * 1000.0
     if status is ErrorClass.PROVIDER_ERROR:
         message = result.error.message if result.error else "error event in the stream"
+    elif not (terminal or out.events or out.opening) and status is ErrorClass.OK and ended_empty(resp):
+        status, message = ErrorClass.EMPTY_RESPONSE, empty_message(out)
     elif not terminal and status is ErrorClass.OK:
         status = ErrorClass.STREAM_BROKEN
         message = "stream ended without its terminal event" + (" (mid-event)" if decoder.pending else "")
@@ -374,21 +328,12 @@ def _stream_events(
     ms = 1000.0
     feed = parser.feed
     stamps = out.output_stamps_ms
-    terminal = False
+    terminal, terminal_at = False, t0
     status = ErrorClass.OK
     message: str | None = None
     opening = out.opening
-    while True:
-        if terminal and resp.close_delimited:  # nothing after the terminal event is used, and the body ends only
-            out.note = conn.note_no_length(resp)  # when the server closes: close now, never wait on a "keep-alive"
-            break
-        if terminal:
-            try:
-                data, start, now = _body(out, conn, resp, dl, terminal_seen=True)
-            except (DeadlineExceeded, HTTPParseError, OSError, OversizedError):
-                break  # terminal event seen; only the connection's reuse is lost
-        else:
-            data, start, now = _body(out, conn, resp, dl, out.ttft_ms is None)
+    while not terminal:
+        data, start, now = next_bytes(out, conn, resp, dl, out.ttft_ms is None)
         if not data:
             break
         if not out.events and len(opening) < OPENING_BYTES:  # kept to explain a body that is not an event stream
@@ -399,7 +344,7 @@ def _stream_events(
             events = decoder.feed(data, now)
         for stamp, event, payload in events:
             if terminal:
-                break  # after the terminal event nothing is output: the rest is only drained
+                break  # after the terminal event nothing is output
             out.events += 1
             if out.first_event_ms is None:
                 out.first_event_ms = (stamp - t0) * ms
@@ -426,9 +371,32 @@ def _stream_events(
             if flags & ERROR and status is not ErrorClass.PROVIDER_ERROR:
                 status = ErrorClass.PROVIDER_ERROR
             if flags & TERMINAL and not terminal:
-                terminal = True
+                terminal, terminal_at = True, stamp
                 out.e2e_ms = (stamp - t0) * ms
+    if terminal:
+        _end_of_body(out, conn, resp, dl, terminal_at)
     return status, message, terminal
+
+
+def _end_of_body(out: StreamOutcome, conn: Connection, resp: Response, dl: Deadline, terminal_at: float) -> None:
+    """After the terminal event nothing is used: the rest of the body is read only so the connection can be reused,
+    and only until the end of its grace (Connection.end_grace, counted from the terminal event; with none, only the
+    bytes already there). A body that goes on is not waited for: the connection is closed (the response is left
+    incomplete) and the record's note says so; the user goes on at once."""
+    if resp.close_delimited:  # the body ends only when the server closes: close now, never wait on a "keep-alive"
+        add_note(out, conn.note_no_length(resp))
+        return
+    grace = conn.end_grace(terminal_at)
+    try:
+        while grace or resp.buffered or resp.message_complete or resp.framing_error or conn.readable():
+            end_by = terminal_at + grace if grace else perf_counter() + READY_S  # no grace: what is already there
+            if not next_bytes(out, conn, resp, dl, end_by=end_by)[0]:
+                return
+    except DeadlineExceeded:
+        pass
+    except (HTTPParseError, OSError, OversizedError):
+        return  # only the connection's reuse is lost
+    add_note(out, conn.note_late_end(perf_counter(), grace))
 
 
 def keep_beyond(out: StreamOutcome, t: float) -> None:
@@ -443,41 +411,3 @@ def keep_beyond(out: StreamOutcome, t: float) -> None:
     else:
         stamps[-1] = t
     out.itl_rest.record(gap)
-
-
-def _read_other(
-    out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline, content_type: str
-) -> None:
-    """A 2xx body that is not an event stream: NDJSON is refused in one line, anything else read as one JSON body."""
-    try:
-        registry.check_content_type(content_type)
-    except UnsupportedAPIError as exc:
-        out.status, out.message = ErrorClass.UNSUPPORTED_API, str(exc)
-        return
-    _read_whole_body(out, conn, resp, adapter, dl)
-
-
-def _read_whole_body(out: StreamOutcome, conn: Connection, resp: Response, adapter: Adapter, dl: Deadline) -> None:
-    """A non-streaming JSON response: TTFT is when the whole body has arrived; one event, so no ITL and no TPOT."""
-    body = bytearray()
-    now = perf_counter()
-    while True:
-        data, _, now = _body(out, conn, resp, dl)
-        if not data:
-            break
-        body += data
-    out.e2e_ms = out.ttft_ms = out.ttfo_ms = out.first_event_ms = (now - out.t0) * 1000.0
-    try:
-        result = out.result = capped(adapter.parse_response(bytes(body)), conn.limits.text)
-    except UnsupportedAPIError as exc:
-        out.status, out.message = ErrorClass.UNSUPPORTED_API, str(exc)
-        return
-    except MalformedEventError as exc:
-        out.status, out.message = ErrorClass.MALFORMED_EVENT, short(str(exc))
-        return
-    out.events = 1
-    out.output_stamps_ms.append(out.e2e_ms)
-    if result.error is not None:
-        out.status, out.message = ErrorClass.PROVIDER_ERROR, result.error.message
-    elif not (any(result.text_by_choice.values()) or result.tool_calls or result.refusal):
-        out.status, out.message = ErrorClass.EMPTY_RESPONSE, "the response carried no output"

@@ -55,11 +55,16 @@ def serving(
     """A Connection whose next request is answered with `pieces` (written in order, then end of file if `close`)."""
     endpoint = make_endpoint("http://127.0.0.1:9/v1", provider=provider, model="m", api_key_env="none")
     conn = Connection(endpoint, timeouts, limits)
+    answer_next(conn, pieces, close)
+    return conn
+
+
+def answer_next(conn: Connection, pieces: Iterable[bytes], close: bool = True) -> None:
+    """The next connection `conn` opens is answered with `pieces` (a new loopback pair; see `serving`)."""
     client, server = tcp_pair()
     conn.kernel_stamps = conn._enable_kernel_stamps(client)
     conn.pool._create_socket = lambda: client
     gevent.spawn(_write, server, pieces, close)
-    return conn
 
 
 def call(

@@ -2,7 +2,7 @@ import pytest
 
 from loadlib.config import Timeouts
 from loadlib.errors import ErrorClass
-from loadlib.transport.deadline import DRAIN_AFTER_TERMINAL_S, Deadline
+from loadlib.transport.deadline import Deadline, DeadlineExceeded
 
 T = Timeouts(connect=1.0, ttft=2.0, idle=0.5, total=10.0)
 
@@ -34,6 +34,13 @@ def test_which_limit_a_silent_wait_crossed():
     assert Deadline(0.0, Timeouts(ttft=5.0, total=3.0)).head_exceeded().status is ErrorClass.TIMEOUT_TOTAL
 
 
-def test_after_the_terminal_event_only_the_drain_limit_applies():
+def test_after_the_terminal_event_the_wait_ends_at_a_point_no_read_pushes_back():
+    """It was `now + 5 s` per read: a body that sent a comment every second after [DONE] held its user until the
+    total limit. Now the end of the body is awaited until `end_by`, fixed at the terminal event, with or without
+    output (an empty stream's [DONE] too)."""
     d = Deadline(100.0, Timeouts(idle=30.0, total=600.0))
-    assert d.until(101.0, awaiting_output=False, terminal_seen=True) == 101.0 + DRAIN_AFTER_TERMINAL_S
+    assert d.until(101.0, awaiting_output=False, end_by=101.25) == 101.25
+    assert d.until(101.2, awaiting_output=False, end_by=101.25) == 101.25
+    assert d.until(101.0, awaiting_output=True, end_by=101.25) == 101.25
+    with pytest.raises(DeadlineExceeded):
+        d.until(101.3, awaiting_output=False, end_by=101.25)

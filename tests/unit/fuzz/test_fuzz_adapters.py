@@ -35,7 +35,7 @@ import orjson
 import pytest
 from hypothesis import given, note, settings
 
-from loadlib.errors import ErrorClass, MalformedEventError, UnsupportedAPIError
+from loadlib.errors import ErrorClass, MalformedEventError, NotJSONError, UnsupportedAPIError
 from loadlib.outputs.records import record_line
 from loadlib.providers import errors_body
 from loadlib.providers.base import ERROR, OUTPUT, TERMINAL, VISIBLE, Adapter, ProviderError, StreamResult, Usage
@@ -340,34 +340,48 @@ def replay(adapter: Adapter, events: list[tuple[bytes, bytes]]) -> Expected:
     return Expected(status, message, result, True, outputs)
 
 
-def expect_body(adapter: Adapter, body: bytes) -> Expected:
-    """A whole JSON body, as `_read_whole_body` reads it."""
+EMPTY_BODY = Expected(ErrorClass.EMPTY_RESPONSE, "HTTP 200 with an empty body", None, False, 0)
+NOT_JSON_TYPES = {"text/plain": "", "text/html": ": a proxy, login or error page?"}  # the hint each type adds
+
+
+def expect_body(adapter: Adapter, case: fz.WireCase) -> Expected:
+    """A whole JSON body, as `transport.body` reads it: one output event only when it parses with output (a body
+    that is not the API's answer carries no token); not JSON under a Content-Type that is not JSON is named by it."""
+    body = case.body
+    if not body and case.framing != "close":
+        return EMPTY_BODY
     try:
         result = adapter.parse_response(body)
     except UnsupportedAPIError as exc:
         return Expected(ErrorClass.UNSUPPORTED_API, str(exc))
     except MalformedEventError as exc:
-        return Expected(ErrorClass.MALFORMED_EVENT, short(str(exc)))
+        message = short(str(exc))
+        if isinstance(exc, NotJSONError) and case.content_type in NOT_JSON_TYPES:
+            hint = NOT_JSON_TYPES[case.content_type]
+            message = f"the response is {case.content_type}, not JSON or an event stream ({len(body)} bytes){hint}"
+        return Expected(ErrorClass.MALFORMED_EVENT, message, None, False, 0)
     except TypeError as exc:
         bug = known_bug(exc)
         if not bug:
             raise
         return Expected(ErrorClass.INTERNAL_ERROR, bug=bug)
     if result.error is not None:
-        return Expected(ErrorClass.PROVIDER_ERROR, result.error.message, result, True, 1)
+        return Expected(ErrorClass.PROVIDER_ERROR, result.error.message, result, True, 0)
     if not (any(result.text_by_choice.values()) or result.tool_calls or result.refusal):
-        return Expected(ErrorClass.EMPTY_RESPONSE, "the response carried no output", result, True, 1)
+        return Expected(ErrorClass.EMPTY_RESPONSE, "the response carried no output", result, True, 0)
     return Expected(ErrorClass.OK, None, result, True, 1)
 
 
 def expect(case: fz.WireCase) -> Expected:
     adapter = get_adapter(case.provider)
-    if case.kind == "sse":
+    if case.kind == "sse" and not case.body and case.framing != "close":
+        expected = EMPTY_BODY  # a body of no byte, ended where its framing said
+    elif case.kind == "sse":
         expected = replay(adapter, case.events)
     elif case.kind == "ndjson":
         expected = Expected(ErrorClass.UNSUPPORTED_API)
     elif case.kind == "json":
-        expected = expect_body(adapter, case.body)
+        expected = expect_body(adapter, case)
     elif verdict := head_verdict(case.status, None, None, None, ""):  # a 3xx or an invalid code: the head decides
         expected = Expected(*verdict)
     else:
@@ -382,7 +396,8 @@ def check_timing(out: StreamOutcome) -> None:
     stamps = list(out.output_stamps_ms)
     assert all(a <= b for a, b in pairwise(stamps)), ("output stamps go back in time", stamps)
     assert out.e2e_ms is not None and out.e2e_ms >= 0, out.e2e_ms
-    if stamps:  # a JSON body that is not a good response has a TTFT (its arrival) and no output stamp
+    assert (out.ttft_ms is None) == (not stamps), ("a TTFT without output, or output without one", out.ttft_ms)
+    if stamps:
         assert stamps[0] == out.ttft_ms, (out.ttft_ms, stamps)
     assert out.ttft_ms is None or out.ttft_ms <= out.e2e_ms, ("ttft after e2e", out.ttft_ms, out.e2e_ms)
     assert not stamps or stamps[-1] <= out.e2e_ms, ("output after e2e", stamps[-1], out.e2e_ms)

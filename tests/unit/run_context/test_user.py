@@ -65,3 +65,21 @@ def test_a_bug_after_the_stream_is_a_counted_internal_error(monkeypatch, user_wi
     assert reply.record.status is ErrorClass.INTERNAL_ERROR and "KeyError" in reply.record.error_message
     assert len(seen) == 1 and seen[0]["exception"] is not None
     assert user.run_context.stats.stats.total.requests == 1
+
+
+def test_a_cut_off_attempt_says_how_long_it_had_run_not_its_e2e() -> None:
+    """An attempt whose [DONE] came 12 ms after it was sent, stopped 3 s later (it was waiting on its body's end):
+    its message said `0.0 s after it was sent`, from its E2E."""
+    import time
+
+    from loadlib.locust.user import cut_off
+    from loadlib.transport.stream import StreamOutcome
+
+    out = StreamOutcome(status=ErrorClass.CANCELLED, e2e_ms=12.0)
+    out.t0 = time.perf_counter() - 3.0
+    out.output_stamps_ms.extend([5.0, 8.0])
+    cut_off(out)
+    assert out.status is ErrorClass.CUT_OFF
+    assert out.message == (
+        "cut off by the end of the run 3.0 s after it was sent, 2 output events in (its user was stopped)"
+    )
