@@ -48,6 +48,7 @@ from loadlib.transport.stream import stream_call
 install(events)  # a user class needs loadlib's wiring on Locust's events; installing it again is a no-op
 _UNFORESEEN = RateLimitedLog(logging.getLogger("loadlib.locust.user"), interval_s=30.0)
 CIRCUIT_OPEN_PAUSE_S = 0.05
+NOT_SENT = "cancelled before it was sent"
 CUT_OFF_ROW = " (cut off)"  # suffix of the scenario's name in Locust's table for attempts cut off by the run's end
 
 
@@ -451,7 +452,7 @@ class LLMUser(FastHttpUser):
 def not_sent() -> StreamOutcome:
     """An attempt cancelled before its request went out: a user stopped just after spawning it. Without this check
     it was sent anyway and ran to its end unwatched, an answer counted for a user request that never ended."""
-    out = StreamOutcome(status=ErrorClass.CANCELLED, message="cancelled before it was sent", e2e_ms=0.0)
+    out = StreamOutcome(status=ErrorClass.CANCELLED, message=NOT_SENT, e2e_ms=0.0)
     out.t0 = time.perf_counter()
     return out
 
@@ -471,7 +472,10 @@ def cut_off(outcome: StreamOutcome) -> None:
     ran and what arrived; its tokens and cost count as a hedge loser's do. Its age is from its start to now, the
     stop (its cancelled call returns at once), not its E2E, which its terminal event may have set long before."""
     took = max(0.0, time.perf_counter() - outcome.t0)
-    outcome.status = ErrorClass.CUT_OFF
+    outcome.status, unsent = ErrorClass.CUT_OFF, outcome.message == NOT_SENT
+    if unsent:  # the server never saw it
+        outcome.message = "cut off by the end of the run before it was sent (its user was stopped)"
+        return
     outcome.message = (
         f"cut off by the end of the run {took:.1f} s after it was sent, {len(outcome.output_stamps_ms)} output "
         "events in (its user was stopped)"

@@ -83,3 +83,14 @@ def test_a_cut_off_attempt_says_how_long_it_had_run_not_its_e2e() -> None:
     assert out.message == (
         "cut off by the end of the run 3.0 s after it was sent, 2 output events in (its user was stopped)"
     )
+
+
+def test_an_attempt_cut_off_before_it_went_out_says_so() -> None:
+    """A user stopped as it spawned an attempt: the request never left, and its message said `0.0 s after it was
+    sent` (seen against a real engine, whose counters then had one request fewer than the records)."""
+    from loadlib.locust.user import cut_off, not_sent
+
+    out = not_sent()
+    cut_off(out)
+    assert out.status is ErrorClass.CUT_OFF and out.response_bytes == 0
+    assert out.message == "cut off by the end of the run before it was sent (its user was stopped)"
