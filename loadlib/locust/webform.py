@@ -65,7 +65,7 @@ LABELS = {
     "arrival_rate": "Arrival rate (requests/s)",
     "arrival_process": "Arrival process",
     "llm_user_phase": "User phase (auto, off, 5s)",
-    "llm_think_time": "Think time (exp:2, 2s, 1-3; empty: the class's)",
+    "llm_think_time": "Think time (exp:2, 2s, 1-3; empty: own)",
     "llm_warmup": "Warm-up left out (10s, spawned)",
     "llm_confidence": "Confidence level (0.95)",
     "llm_threshold_ci": "Thresholds judged by interval",
