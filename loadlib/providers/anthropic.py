@@ -9,6 +9,10 @@ Usage: `input_tokens` excludes the cache reads and writes, which are counted bes
 cache counts in message_start and output_tokens in message_delta (which may repeat the others, cumulative); vLLM's
 /v1/messages sends the whole prompt as message_start's input_tokens, then in message_delta the uncached part as
 input_tokens beside its cache counts. Both give input + cache read + cache write = the whole prompt.
+
+message_start's `output_tokens` is provisional (Anthropic sends 1, vLLM 0): the output count is the server's only once
+a message_delta arrived. A stream that ended before one (broken, cut off, an error event) keeps message_start's prompt
+counts, which are final there, and leaves the completion to our estimate (usage_source `stream_start`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from loadlib.providers.base import (
     TERMINAL,
     USAGE_BODY,
     USAGE_STREAM,
+    USAGE_STREAM_START,
     VISIBLE,
     ChatRequest,
     HttpRequest,
@@ -66,6 +71,7 @@ class AnthropicParser:
     __slots__ = (
         "_budget",
         "_error",
+        "_final",
         "_finish",
         "_id",
         "_mended",
@@ -86,6 +92,7 @@ class AnthropicParser:
         self._tools: dict[int, _Tool] = {}
         self._usage: dict[str, Any] = {}
         self._finish: str | None = None
+        self._final = False  # a message_delta arrived: its usage is the final one
         self._error: ProviderError | None = None
         self._id: str | None = None
         self._model: str | None = None
@@ -160,6 +167,7 @@ class AnthropicParser:
         if stop:
             self._finish = _text(stop, "message_delta.delta.stop_reason")
         _merge_usage(self._usage, obj.get("usage"), "message_delta.usage")
+        self._final = True  # after the merge: a usage that could not be read is not the final one
         return 0
 
     def _message_stop(self, obj: dict[str, Any]) -> int:
@@ -208,12 +216,13 @@ class AnthropicParser:
             for index, tool in sorted(self._tools.items())
         ]
         text = self._text.value()
+        usage = self._usage if self._final else {k: v for k, v in self._usage.items() if k != "output_tokens"}
         return StreamResult(
             text_by_choice={0: text} if text else {},
             reasoning=self._reasoning.value(),
             tool_calls=tools,
-            usage=anthropic_usage(self._usage) if self._usage else None,
-            usage_source=USAGE_STREAM if self._usage else None,
+            usage=anthropic_usage(usage) if usage else None,
+            usage_source=(USAGE_STREAM if self._final else USAGE_STREAM_START) if usage else None,
             finish_reason=self._finish,
             finish_by_choice={0: self._finish} if self._finish else {},
             error=self._error,

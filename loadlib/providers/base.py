@@ -23,6 +23,9 @@ USAGE_STREAM = "stream"  # events of their own: OpenAI's usage-only chunk, Anthr
 # on the chunk with output or the finish reason (as some servers send it); a later usage-only chunk is USAGE_STREAM
 USAGE_FINAL_CHUNK = "final_chunk"
 USAGE_BODY = "body"  # a non-streamed response body
+# Anthropic's message_start only: the stream ended (broken, cut off, an error) before message_delta, whose output count
+# is the only final one; the prompt is the server's, the completion our estimate (message_start's is a placeholder)
+USAGE_STREAM_START = "stream_start"
 USAGE_ESTIMATED = "estimated"  # no usage from the server: our tiktoken counts
 
 
@@ -93,7 +96,7 @@ class StreamResult:
     refusal: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
-    usage_source: str | None = None  # USAGE_STREAM, USAGE_FINAL_CHUNK or USAGE_BODY when usage came
+    usage_source: str | None = None  # USAGE_STREAM, USAGE_FINAL_CHUNK, USAGE_STREAM_START or USAGE_BODY
     finish_reason: str | None = None  # of choice 0 (the last non-null one seen)
     finish_by_choice: dict[int, str] = field(default_factory=dict)
     error: ProviderError | None = None

@@ -70,7 +70,7 @@ class RequestRecord:
     cache_write_tokens: int | None = None  # the part written to it (Anthropic's cache_creation_input_tokens)
     reasoning_tokens: int | None = None
     usage_rejected: str | None = None  # usage counts the server sent that were not sane counts (estimates used)
-    usage_source: str | None = None  # stream, final_chunk, body or estimated (providers.base USAGE_*)
+    usage_source: str | None = None  # stream, final_chunk, stream_start, body or estimated (providers.base)
     usage_disagrees: bool | None = None  # a server count off our estimate by over 10 %; None: nothing to compare
     # money
     cost_usd: float | None = None

@@ -1,8 +1,10 @@
-"""Impossible usage from a real server process (loadlib.mock.hostile_usage) through a real Locust run: each response
-of the `impossible-usage` mix is `ok` with `usage_rejected` naming the fields and values (docs/metrics.md, "Tokens
-and cost"), Locust's table, its CSV, the summary and the records count the same attempts, and no cost is computed
-from the impossible numbers (cached_tokens 1,000,000 of a 10-token prompt priced a run 16,700 times too high, issue
-23)."""
+"""Usage from a real server process (loadlib.mock.hostile_usage) through a real Locust run.
+
+Impossible usage: each response of the `impossible-usage` mix is `ok` with `usage_rejected` naming the fields and
+values (docs/metrics.md, "Tokens and cost"), Locust's table, its CSV, the summary and the records count the same
+attempts, and no cost is computed from the impossible numbers (cached_tokens 1,000,000 of a 10-token prompt priced a
+run 16,700 times too high, issue 23). Anthropic streams that end before message_delta (broken, cut off by the run's
+end) count the estimate of their output, never message_start's provisional output_tokens 1 (issue 36)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from loadlib.mock.hostile_usage import COMPLETION, PROMPT
+from loadlib.mock.hostile_usage import (
+    BROKEN,
+    COMPLETION,
+    PARTIAL_TEXT,
+    PROMPT,
+    SLOW_PAUSE_S,
+    START_CACHED,
+    START_PROMPT,
+)
 from loadlib.records.pricing import PriceTable
-from tests.integration.hostile_runs import records
+from loadlib.records.tokens import count_text
+from tests.integration.hostile_runs import Hostile, records
 from tests.integration.locust_runs import headless
 from tests.integration.test_hostile import aggregated_count
 
@@ -97,3 +108,68 @@ def check_record(r: dict) -> None:
     assert prompt is not None and completion is not None, r
     bound = (prompt * PRICE.input + completion * PRICE.output) / 1_000_000
     assert r["cost_usd"] is not None and 0 < r["cost_usd"] <= bound * (1 + 1e-9), (r["cost_usd"], bound, r)
+
+
+ANTHROPIC_MODEL = "claude-sonnet-4"  # priced, with a cached-input price
+ANTHROPIC_PRICES = PriceTable.load(None)
+PARTIAL_ESTIMATE = count_text("".join(PARTIAL_TEXT))  # 5: what the OpenAI route estimates of the same broken stream
+
+
+def anthropic_run(hostile, live, tmp_path: Path, behaviour: str) -> tuple[list[dict], dict, Hostile, int, str]:
+    """A 2-user run of RUN_S against `behaviour` with --llm-provider anthropic: the records, the summary's total, the
+    server, the exit code and Locust's stderr."""
+    server = hostile(behaviour)
+    path, summary = tmp_path / "records.jsonl", tmp_path / "summary.json"
+    target = ["--host", server.url, "--llm-provider", "anthropic", "--llm-api-key-env", "none"]
+    outputs = ["--llm-records", str(path), "--llm-summary", str(summary)]
+    run = live(*target, "--llm-model", ANTHROPIC_MODEL, *headless(2, RUN_S), *outputs)
+    ramp = run.line_at("Ramping to", 60)
+    rc = run.wait(60)
+    assert run.ended_at is not None and run.ended_at - ramp <= RUN_S + END_MARGIN_S
+    return records(path), json.loads(summary.read_text())["total"], server, rc, run.stderr
+
+
+def check_start_usage_only(r: dict) -> None:
+    """The prompt is message_start's (input 4 + cache read 6), the completion our estimate, never its placeholder 1;
+    the cost is theirs."""
+    assert (r["prompt_tokens"], r["cached_prompt_tokens"], r["cache_write_tokens"]) == (START_PROMPT, START_CACHED, 0)
+    assert r["completion_tokens"] is None and r["usage_source"] == "stream_start", r
+    cost = ANTHROPIC_PRICES.cost(ANTHROPIC_MODEL, START_PROMPT, r["completion_tokens_est"], START_CACHED, 0)
+    assert r["cost_usd"] == pytest.approx(cost), r
+
+
+def test_anthropic_stream_broken_before_message_delta_counts_its_estimate(hostile, live, tmp_path: Path) -> None:
+    """message_start (output_tokens 1), five text deltas, the connection lost: the attempt's completion is the
+    estimate of the five deltas (as the OpenAI route counts the same stream), not message_start's placeholder."""
+    recs, total, server, rc, stderr = anthropic_run(hostile, live, tmp_path, "anthropic-broken")
+    injected = server.stats()["injected"].get(BROKEN, 0)
+    broken = [r for r in recs if r["status"] == "stream_broken"]
+    print(
+        f"\nanthropic-broken -t {RUN_S}s -u 2: records {len(recs)} ({len(broken)} stream_broken, {injected} broken by "
+        f"the server), completion tokens {total['completion_tokens']}, cost ${total['cost_usd']:.6f}, rc {rc}"
+    )
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert {r["status"] for r in recs} <= {"stream_broken", "cut_off"} and 0 < len(broken) <= injected <= len(recs)
+    for r in broken:
+        assert r["error_message"].startswith("connection lost mid-stream"), r
+        assert r["completion_tokens_est"] == PARTIAL_ESTIMATE == 5, r
+        check_start_usage_only(r)
+    for r in recs:
+        if r["status"] == "cut_off" and r["server_request_id"]:  # the run's end cut it after message_start
+            check_start_usage_only(r)
+    assert total["completion_tokens"] == sum(r["completion_tokens_est"] or 0 for r in recs)
+    assert total["cost_usd"] == pytest.approx(sum(r["cost_usd"] or 0.0 for r in recs))
+
+
+def test_anthropic_stream_cut_off_by_the_run_end_counts_its_estimate(hostile, live, tmp_path: Path) -> None:
+    """A slow stream that never reaches message_delta, cut off by -t: its completion is the estimate of the deltas
+    that arrived (a few per second of the run), not message_start's placeholder."""
+    recs, total, _, rc, stderr = anthropic_run(hostile, live, tmp_path, "anthropic-never-finishes")
+    shown = [(r["status"], r["completion_tokens"], r["completion_tokens_est"], r["usage_source"]) for r in recs]
+    print(f"\nanthropic-never-finishes -t {RUN_S}s -u 2: rc {rc}, {shown}")
+    assert "Traceback" not in stderr and rc == 3, stderr[-3000:]
+    assert len(recs) == 2 and {r["status"] for r in recs} == {"cut_off"}, recs
+    for r in recs:
+        assert r["completion_tokens_est"] >= (RUN_S - 1) / SLOW_PAUSE_S, r  # a delta (w + digits: 2 tokens) per pause
+        check_start_usage_only(r)
+    assert total["completion_tokens"] == sum(r["completion_tokens_est"] for r in recs)

@@ -150,6 +150,53 @@ def test_cumulative_usage_final_values_win() -> None:
     assert result.finish_reason == "end_turn" and not result.terminal
 
 
+START_USAGE = {"input_tokens": 4, "cache_read_input_tokens": 6, "output_tokens": 1}  # output: a placeholder
+FIVE = [block_delta(0, type="text_delta", text=t) for t in ("One", " two", " three", " four", " five")]
+OPENING = [
+    ev("message_start", message={"id": "m", "usage": START_USAGE}),
+    ev("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+]
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        [],  # the connection lost after five deltas
+        [ev("content_block_stop", index=0)],  # cut off by the run's end between events
+        [ev("error", error={"type": "overloaded_error", "message": "Overloaded"})],
+    ],
+    ids=["broken", "cut-off", "error-event"],
+)
+def test_message_starts_output_count_is_provisional(ending: list[tuple[bytes, bytes]]) -> None:
+    """Without message_delta the output count is message_start's placeholder (1): no completion count, so the record
+    takes the estimate; the prompt (input 4 + cache read 6) is kept, and the source says only the start came."""
+    parser, _ = feed_all([*OPENING, *FIVE, *ending])
+    result = parser.result()
+    u = result.usage
+    assert u is not None and (u.prompt_tokens, u.cached_prompt_tokens, u.completion_tokens) == (10, 6, None)
+    assert u.rejected == () and result.usage_source == "stream_start" and result.output_events == 5
+
+
+@pytest.mark.parametrize(
+    ("final_usage", "completion"),
+    [({"output_tokens": 5}, 5), ({"input_tokens": 4}, 1), ({}, 1)],
+    ids=["output", "without-output", "empty"],
+)
+def test_a_message_delta_makes_the_output_count_final(final_usage: dict[str, Any], completion: int) -> None:
+    """Once the final usage arrived each count is the last one sent, message_start's output count too if the
+    message_delta did not repeat it."""
+    end = ev("message_delta", delta={"stop_reason": "end_turn"}, usage=final_usage)
+    result = feed_all([*OPENING, *FIVE, end])[0].result()
+    assert result.usage is not None and result.usage.completion_tokens == completion
+    assert result.usage_source == "stream"
+
+
+def test_a_start_with_only_its_output_count_is_no_usage() -> None:
+    parser, _ = feed_all([ev("message_start", message={"id": "m", "usage": {"output_tokens": 1}}), *FIVE])
+    result = parser.result()
+    assert (result.usage, result.usage_source) == (None, None)
+
+
 def test_error_event() -> None:
     parser, flags = feed_all(
         [

@@ -130,4 +130,6 @@ def test_body_and_anthropic_sources() -> None:
     parser = AnthropicAdapter().new_parser()
     start = {"type": "message_start", "message": {"id": "m", "model": "c", "usage": {"input_tokens": 3}}}
     parser.feed(b"message_start", orjson.dumps(start))
+    assert parser.result().usage_source == "stream_start", "message_start alone: the final usage never came"
+    parser.feed(b"message_delta", orjson.dumps({"type": "message_delta", "delta": {}, "usage": {"output_tokens": 2}}))
     assert parser.result().usage_source == "stream"
