@@ -5,8 +5,9 @@ Each setting is a fresh mock process (4 output tokens a request, so steps are sh
 300 ms and under 1 % errors; the search starts at --start (users, or requests/s with `--control rate`), 5 %
 precision, --warmup-s of warm-up and a window of at most --window-s per step. Prints per run: the answer, the answer
 key's users and rate_per_s (both), the answer's ratio to its key, the key's prompt tokens (the mean of the mock's
-requests since it started), the time the key took, the first failing load, the wall time and the steps tried. Then
-per setting the spread of the repeats.
+requests since it started), the time the key took, the first failing load, the wall time, the steps tried and the
+drains before the rate steps that followed a failed one (docs/capacity.md, "The drain"). Then per setting the spread
+of the repeats.
 
     /work/venv/bin/python bench/capacity_accuracy.py [--repeats 3] [--start 8]
     /work/venv/bin/python bench/capacity_accuracy.py --control rate --warmup-s 3 --window-s 6 [--prefill 250]
@@ -70,6 +71,12 @@ def saturation() -> None:
 STEPS = ("--llm-capacity-warmup-s", "2", "--llm-capacity-window-s", "5")
 
 
+def _drains(steps: list[dict]) -> str:
+    """The drains' waits in seconds, `!` after one that ran out of time; `-` for none."""
+    waits = [f"{s['drain_s']:g}{'' if s['drained'] else '!'}" for s in steps if s.get("drain_s") is not None]
+    return ",".join(waits) or "-"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
@@ -87,7 +94,7 @@ def main() -> None:
     search += ("--llm-capacity-window-s", f"{a.window_s:g}", "--llm-capacity-inflight-s", "2")
     rate = a.control == "rate"
     head = f"{'setting':<20} {'run':>3} {'answer':>7} {'key users':>9} {'key rate':>8} {'ratio':>6}"
-    print(f"{head} {'key s':>5} {'prompt':>6} {'first fail':>10} {'wall s':>7}  steps")
+    print(f"{head} {'key s':>5} {'prompt':>6} {'first fail':>10} {'wall s':>7}  steps  drains s (! not drained)")
     for name, prefill in SETTINGS.items():
         if a.prefill is not None and prefill != a.prefill:
             continue
@@ -107,7 +114,8 @@ def main() -> None:
             fail = capacity["first_failed_rate_per_s" if rate else "first_failed_users"]
             cells = f"{answer:>7g} {key['users']:>9} {key['rate_per_s']:>8.2f} {ratio:>6.2f} {key_s:>5.1f}"
             cells += f" {key['workload']['prompt_tokens']:>6}"
-            print(f"{name:<20} {i + 1:>3} {cells} {fail!s:>10} {seconds:>7.1f}  {steps}", flush=True)
+            drains = _drains(capacity["steps"])
+            print(f"{name:<20} {i + 1:>3} {cells} {fail!s:>10} {seconds:>7.1f}  {steps}  {drains}", flush=True)
         spread = (max(found) - min(found)) / max(min(found), 1)
         print(f"{name:<20} repeats {found}: spread {spread * 100:.0f} % of the smallest", flush=True)
 

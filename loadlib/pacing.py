@@ -22,6 +22,7 @@ from time import perf_counter
 from typing import Any
 
 PROCESSES = ("poisson", "constant")
+HELD_MS = 60_000.0  # a held schedule's slot is this far ahead: a user sleeps until the next rate wakes it
 
 
 def interarrival_ms(process: str, rate_per_s: float, rng: random.Random) -> float:
@@ -50,20 +51,30 @@ class ArrivalSchedule:
         self._clock = clock
         self._next_ms: float | None = None
         self.issued = 0
-        self.epoch = 0  # bumped by every new rate: a slot taken before it is void
+        self.epoch = 0  # bumped by every new rate (and hold): a slot taken before it is void
+        self.held = False  # no arrivals until the next rate (the capacity search's drain)
 
     def set_rate(self, rate_per_s: float) -> None:
         """A new rate from now on (the capacity search's rate steps): the old schedule and its backlog are void."""
         if not rate_per_s > 0:
             raise ValueError(f"arrival rate must be > 0 requests/s, got {rate_per_s!r}")
-        self.rate_per_s, self._next_ms = rate_per_s, None
+        self.rate_per_s, self._next_ms, self.held = rate_per_s, None, False
+        self.epoch += 1
+
+    def hold(self) -> None:
+        """No arrivals until the next `set_rate` (the capacity search drains the server's queue before a step): the
+        old schedule and its backlog are void, and a slot taken meanwhile is a sleep, never a send."""
+        self._next_ms, self.held = None, True
         self.epoch += 1
 
     def now_ms(self) -> float:
         return self._clock() * 1000.0
 
     def take(self) -> float:
-        """The next free slot (it may already be in the past when users fell behind). The first slot is now."""
+        """The next free slot (it may already be in the past when users fell behind). The first slot is now; a held
+        schedule's is HELD_MS ahead (`wait_for_slot` never sends on it)."""
+        if self.held:
+            return self.now_ms() + HELD_MS
         if self._next_ms is None:
             self._next_ms = self.now_ms()
         slot = self._next_ms
@@ -73,7 +84,7 @@ class ArrivalSchedule:
 
     def backlog(self) -> int:
         """Slots already due that no user has taken yet: how far behind the schedule the worker is."""
-        if self._next_ms is None:
+        if self._next_ms is None or self.held:
             return 0
         behind = self.now_ms() - self._next_ms
         return int(behind * self.rate_per_s / 1000.0) + 1 if behind >= 0 else 0
@@ -81,14 +92,15 @@ class ArrivalSchedule:
 
 def wait_for_slot(schedule: ArrivalSchedule, sleep: Callable[[float], object]) -> float:
     """Take the next slot, sleep until it (if it is still ahead) and return its intended send time in ms. A new rate
-    set meanwhile voids the slot (`sleep` may return early when it is set): the user takes one of the new schedule."""
+    set meanwhile voids the slot (`sleep` may return early when it is set): the user takes one of the new schedule. A
+    held schedule's slot is never sent: the user sleeps until a rate is set."""
     while True:
         epoch = schedule.epoch
         slot = schedule.take()
         delay_s = (slot - schedule.now_ms()) / 1000.0
         if delay_s > 0:
             sleep(delay_s)
-        if schedule.epoch == epoch:
+        if schedule.epoch == epoch and not schedule.held:
             return slot
 
 

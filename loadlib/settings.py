@@ -167,6 +167,7 @@ class Options:
     llm_capacity_window_s: float
     llm_capacity_min: float
     llm_capacity_inflight_s: float
+    llm_capacity_drain_s: float
     llm_capacity_confirm_s: float
     influx_url: str
     influx_api: str

@@ -7,9 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loadlib.capacity import drain
 from loadlib.capacity.search import RATE, Search
 from loadlib.capacity.step import StepWindow, step_summary
-from loadlib.verdicts.verdict import capacity_answer, capacity_first_failed, capacity_load, capacity_text
+from loadlib.verdicts.verdict import (
+    capacity_answer,
+    capacity_drain,
+    capacity_first_failed,
+    capacity_load,
+    capacity_text,
+)
 
 
 def step_row(
@@ -34,6 +41,7 @@ def step_row(
         "rate_per_s": rate,
         "confirm": False,
         "remeasured": None,
+        **drain.fields(None),
         "schedule_lag_ms": _pair({"p50": lag.percentile(50), "p95": lag.percentile(95)}) if lag.count else None,
         "window_s": round(duration_s, 3),
         "requests": total["count"],
@@ -111,6 +119,7 @@ def step_line(s: dict[str, Any]) -> str:
         f"{_num(s['output_tokens_per_s'])} out tok/s  TTFT p50/p95 {_num(s['ttft_ms']['p50'])}/"
         f"{_num(s['ttft_ms']['p95'])} ms  E2E p95 {_num(s['e2e_ms']['p95'])} ms  errors {s['errors']}"
         f"{'  client saturated' if s['client_saturated'] else ''}{'  measured again' if s.get('remeasured') else ''}"
+        f"{f'  after a drain of {capacity_drain(s)}' if s.get('drain_s') is not None else ''}"
     )
 
 

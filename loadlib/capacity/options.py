@@ -44,6 +44,14 @@ CAPACITY_OPTIONS: tuple[Option, ...] = (
         float,
     ),
     Option(
+        "--llm-capacity-drain-s",
+        "Rate search: longest wait, sending nothing, for the queue a failed step left to drain before the next step "
+        "(0: no drain).",
+        CAPACITY,
+        30.0,
+        float,
+    ),
+    Option(
         "--llm-capacity-confirm-s",
         "Hold the answer this many seconds to confirm it (0: no hold).",
         CAPACITY,

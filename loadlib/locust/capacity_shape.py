@@ -7,7 +7,9 @@ out), then measures until the window's time is up or every threshold's percentil
 every node's window of the step is merged exactly (loadlib.locust.capacity_part) and judged with the run's
 thresholds (--llm-threshold, the scenarios' SLOs). The search brackets (doubling until a step fails) then bisects
 (loadlib.capacity.search). It stops early, and says its answer is only a lower bound, when the client saturates or
-the maximum holds. With --llm-capacity-confirm-s it then holds the answer for that long and says whether it held."""
+the maximum holds. With --llm-capacity-confirm-s it then holds the answer for that long and says whether it held.
+A rate step that follows a failed one first drains the queue the failed step left (loadlib.capacity.drain): nothing
+is sent until the requests in flight fall to what the new rate keeps in flight, bounded by --llm-capacity-drain-s."""
 
 from __future__ import annotations
 
@@ -16,11 +18,13 @@ from locust import LoadTestShape
 import math
 from typing import Any
 
-from loadlib.capacity import answer
+from loadlib.capacity import answer, drain
+from loadlib.capacity.drain import Drain
 from loadlib.capacity.search import RATE, Search
 from loadlib.capacity.step import Limits, judge, saturated, settled
-from loadlib.locust.capacity_part import HOLD, MEASURE, WARMUP, CapacityPart
+from loadlib.locust.capacity_part import DRAIN, HOLD, MEASURE, WARMUP, CapacityPart
 from loadlib.locust.context import context
+from loadlib.locust.server_metrics_part import ServerMetricsPart
 from loadlib.settings import Options, options_of
 from loadlib.verdicts.verdict import users_text
 
@@ -46,6 +50,7 @@ class CapacityShape(LoadTestShape):
         self.confirmed: bool | None = None
         self.stop: str | None = None  # why the search ended early, kept while the hold confirms its answer
         self.remeasured: set[float] = set()  # the rates measured again after their arrivals went late
+        self.drain: Drain | None = None  # the drain before the step, when it follows a failed one
         self.phase = ""
         self.phase_at = 0.0
         self.window_s = 0.0
@@ -55,7 +60,7 @@ class CapacityShape(LoadTestShape):
         super().reset_time()
         self.search, self.limits, self.index = None, None, 0
         self.confirming, self.confirmed, self.stop, self.rate = False, None, None, None
-        self.remeasured = set()
+        self.remeasured, self.drain = set(), None
 
     def _options(self) -> Options:
         """The run's typed options (a shape ticks before the test start that resolves the run context's)."""
@@ -74,7 +79,9 @@ class CapacityShape(LoadTestShape):
             self._publish(UNFINISHED)
             return None
         elapsed = self.get_run_time() - self.phase_at
-        if self.phase == WARMUP and elapsed >= float(self._options().llm_capacity_warmup_s):
+        if self.phase == DRAIN and self._drained(elapsed):
+            self._enter(WARMUP)
+        elif self.phase == WARMUP and elapsed >= float(self._options().llm_capacity_warmup_s):
             self._enter(MEASURE)
             if self.limits is not None and not self.limits.thresholds:
                 self._publish(NO_THRESHOLDS)
@@ -100,6 +107,7 @@ class CapacityShape(LoadTestShape):
         self.steps, self.users = [], 0
         self._part().windows.clear()
         self._part().closed_by.clear()
+        self._part().in_flight_of.clear()
         self._step(self.search.first())
 
     def _step(self, load: float) -> None:
@@ -113,8 +121,38 @@ class CapacityShape(LoadTestShape):
             self.users = max(self.users, MIN_USERS, needed)
         else:
             self.users = int(load)
-        self._enter(WARMUP)
+        self.drain = self._drain_for(load)
+        self._enter(WARMUP if self.drain is None else DRAIN)
         self._publish(UNFINISHED)
+
+    def _drain_for(self, load: float) -> Drain | None:
+        """A rate step after a failed one drains first (unless --llm-capacity-drain-s is 0): to the requests its
+        rate keeps in flight at the E2E of the largest rate that held."""
+        assert self.search is not None
+        previous = self.steps[-1] if self.steps else None
+        if self.search.control != RATE or not self._options().llm_capacity_drain_s or not drain.needed(previous):
+            return None
+        return Drain(drain.target(load, drain.held_e2e_ms(self.steps, self.search.held)))
+
+    def _drained(self, elapsed: float) -> bool:
+        """Whether the drain is over: drained, or its time is up (the step is then measured anyway, marked so)."""
+        assert self.drain is not None
+        began = self._part().marks.get(self.index, {}).get(DRAIN, 0.0)
+        done = self.drain.see(self._part().in_flight(self.index), *self._server_since(began))
+        if done or elapsed >= float(self._options().llm_capacity_drain_s):
+            self.drain.end(elapsed, done)
+            return True
+        return False
+
+    def _server_since(self, began: float) -> tuple[float | None, float | None]:
+        """The server's queue and running requests at its last scrape taken since `began` (--llm-server-metrics),
+        (None, None) without one."""
+        assert self.runner is not None
+        part = context(self.runner.environment).named("server_metrics")
+        if not isinstance(part, ServerMetricsPart) or not part.samples or part.samples[-1][0] < began:
+            return None, None
+        sample = part.samples[-1][1]
+        return sample.waiting, sample.running
 
     def _enter(self, phase: str) -> None:
         self.phase, self.phase_at = phase, self.get_run_time()
@@ -182,6 +220,7 @@ class CapacityShape(LoadTestShape):
             self.index, self.users, window, self.window_s, results, client, limits.request_slo, self.rate
         )
         row["confirm"] = self.confirming
+        row.update(drain.fields(self.drain))
         self.steps.append(row)
         self._annotate(row)
         return row

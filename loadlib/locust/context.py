@@ -81,6 +81,7 @@ class RunContext:
         self.arrivals: ArrivalSchedule | None = None
         self.closed_loop: ClosedLoop | None = None  # the users' phases and think times (a closed-loop run's load node)
         self._repaced = Event()  # set (and replaced) when the arrival rate changes: sleeping users take new slots
+        self.in_flight = 0  # user-visible requests under way on this node (the capacity search's drain counts them)
         self.mock: Any = None
         self.mocks: dict[str, Any] = {}  # the pool's embedded mocks by endpoint name (master or local runner)
         self.pool: PoolConfig | None = None  # the pool as checked at start-up (master or local runner)
@@ -272,6 +273,16 @@ class RunContext:
             self.arrivals = ArrivalSchedule(rate_per_s, str(self.options.arrival_process), self._arrival_seed())
         else:
             self.arrivals.set_rate(rate_per_s)
+        self._wake()
+
+    def hold(self) -> None:
+        """No open-loop arrivals on this node until the next rate (the capacity search's drain): users asleep until
+        a slot wake and sleep on, sending nothing."""
+        if self.arrivals is not None:
+            self.arrivals.hold()
+            self._wake()
+
+    def _wake(self) -> None:
         woken, self._repaced = self._repaced, Event()
         woken.set()
 

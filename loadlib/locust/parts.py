@@ -44,6 +44,7 @@ class Node(Protocol):
     settings: RunSettings | None
     events: Any
     warmup: WarmupClock
+    in_flight: int  # user-visible requests under way
 
     @property
     def options(self) -> Options: ...
@@ -65,6 +66,8 @@ class Node(Protocol):
     def user_count(self) -> int: ...
 
     def pace(self, rate_per_s: float) -> None: ...
+
+    def hold(self) -> None: ...
 
 
 class NodePart:

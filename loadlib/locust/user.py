@@ -215,7 +215,11 @@ class LLMUser(FastHttpUser):
             return self._attempt(rt, rt.targets[name], req, attempt_facts, (check, on_record), handle)
 
         start_ns = time.time_ns()
-        delivery = self.run_context.dispatcher.send(attempt)
+        self.run_context.in_flight += 1
+        try:
+            delivery = self.run_context.dispatcher.send(attempt)
+        finally:
+            self.run_context.in_flight -= 1
         user = self._user_request(rt, delivery, facts, start_ns)
         self.run_context.user_request(user, delivery)
         answered = delivery.answered

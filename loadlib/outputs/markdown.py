@@ -27,7 +27,7 @@ from loadlib.metrics.summary import TOTAL_NAME, client_line, cost_text, number_t
 from loadlib.outputs.incident_rows import HEADER as INCIDENT_HEADER
 from loadlib.outputs.incident_rows import incident_row
 from loadlib.outputs.summary import write_text
-from loadlib.verdicts.verdict import capacity_first_failed, capacity_found, capacity_load
+from loadlib.verdicts.verdict import capacity_drain, capacity_first_failed, capacity_found, capacity_load
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 STEP_SUMMARY_MAX_BYTES = 1024 * 1024  # GitHub refuses a step's summary above 1 MiB
@@ -326,10 +326,13 @@ def _capacity_table(c: Mapping[str, Any]) -> str:
     steps = c.get("steps") or []
     rows = [_capacity_cells(s) for s in steps]
     header = ["step", "load", "result", "req/s", "out tok/s", "TTFT p50 / p95", "TPOT p95", "E2E p95", "errors"]
+    if any(s.get("drain_s") is not None for s in steps):  # a rate search drained the queue of a failed step
+        rows = [[*row, capacity_drain(s) or "-"] for row, s in zip(rows, steps, strict=True)]
+        header = [*header, "drain before it"]
     if any(s.get("server") for s in steps):  # --llm-server-metrics: the server's own view of each step
         rows = [[*row, *step_cells(s)] for row, s in zip(rows, steps, strict=True)]
-        return head + "\n\n" + _table([*header, *STEP_HEADERS], "rrlrrrrrrrrrr", rows)
-    return head + "\n\n" + _table(header, "rrlrrrrrr", rows)
+        header = [*header, *STEP_HEADERS]
+    return head + "\n\n" + _table(header, "rrl" + "r" * (len(header) - 3), rows)
 
 
 def _capacity_cells(s: Mapping[str, Any]) -> list[str]:

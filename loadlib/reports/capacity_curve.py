@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from loadlib.metrics.server_metrics import STEP_HEADERS, step_cells
 from loadlib.reports.html import esc, figure, table
-from loadlib.verdicts.verdict import capacity_answer, capacity_first_failed, capacity_load
+from loadlib.verdicts.verdict import capacity_answer, capacity_drain, capacity_first_failed, capacity_load
 
 HELD, FAILED, KNEE = "#2e7d32", "#c62828", "#1565c0"
 
@@ -53,6 +53,9 @@ def capacity_html(capacity: Mapping[str, Any] | None) -> list[str]:
         "growing while latency climbs."
     )
     numeric = [True, True, False, True, True, True, True, True, True]
+    if any(s.get("drain_s") is not None for s in steps):  # a rate search drained the queue of a failed step
+        rows = [[*row, capacity_drain(s) or "-"] for row, s in zip(rows, steps, strict=True)]
+        headers, numeric = [*headers, "drain before it"], [*numeric, True]
     if any(s.get("server") for s in steps):  # --llm-server-metrics: the server's own view of each step
         rows = [[*row, *step_cells(s)] for row, s in zip(rows, steps, strict=True)]
         headers, numeric = [*headers, *STEP_HEADERS], [*numeric, True, True, True, True]

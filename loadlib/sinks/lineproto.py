@@ -128,6 +128,8 @@ CAPACITY_STEP_FIELDS: dict[str, str] = {
     "goodput": "float",
     "client_saturated": "int",
     "passed": "int",
+    "drain_s": "float",
+    "drained": "int",
 }
 SERVER_TAGS = ("run_id", "source")
 SERVER_FIELDS: dict[str, str] = {
@@ -446,6 +448,8 @@ def capacity_step_line(run_id: str, row: Mapping[str, Any], ts_ns: int) -> str:
         ("goodput", _f(row.get("goodput"))),
         ("client_saturated", _i(1 if row.get("client_saturated") else 0)),
         ("passed", _i(1 if row.get("passed") else 0)),
+        ("drain_s", _f(row.get("drain_s"))),
+        ("drained", _i(None if row.get("drained") is None else int(bool(row["drained"])))),
     ]
     return _line(CAPACITY_STEP, _tags((("run_id", run_id),)), _fields(fields), ts_ns)
 

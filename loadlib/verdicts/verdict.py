@@ -191,6 +191,14 @@ def capacity_load(step: Mapping[str, Any]) -> str:
     return users_text(step.get("users")) if rate is None else f"{rate:g} req/s"
 
 
+def capacity_drain(step: Mapping[str, Any]) -> str:
+    """The drain before a rate step (docs/capacity.md) in a few words: `2.0 s`, `30.0 s, not drained`; "" for none."""
+    wait = step.get("drain_s")
+    if wait is None:
+        return ""
+    return f"{wait:.1f} s" + ("" if step.get("drained") else ", not drained")
+
+
 def users_text(users: Any) -> str:
     """`1 user`, `24 users`."""
     return f"{users} user" if users == 1 else f"{users} users"

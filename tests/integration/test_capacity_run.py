@@ -13,6 +13,7 @@ scrapes an endpoint that is down (counted, not fatal)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -88,10 +89,17 @@ def test_the_search_finds_the_batching_mocks_capacity_within_10_percent(tmp_path
 
 
 def test_the_rate_search_finds_the_batching_mocks_rate_within_10_percent_and_holds_it(tmp_path: Path) -> None:
+    """Run to its first failure and back: every step after a failed one starts once the queue the failed one left
+    has drained (nothing sent meanwhile), as the client's count of requests in flight and the server's scraped queue
+    show; a step after one that held does not wait. A step that starts from a drained queue shows a rate a little over
+    the capacity only as its queue grows: windows of 3 s held 68 requests/s (1.10 of the key), so its steps warm up
+    for 2 s and measure for up to 6 s (a window clear of the limit still ends after 3 s)."""
     config = MockConfig(engine="batching", prefill_ms_per_1k=250.0, **ENGINE)  # about 62 requests/s
     with start_subprocess(config) as mock:
-        args = ("--llm-capacity-control", "rate", "--llm-capacity-start", "32", "--llm-capacity-precision", "0.1")
+        args = ("--llm-capacity-control", "rate", "--llm-capacity-start", "40", "--llm-capacity-precision", "0.1")
+        args += ("--llm-capacity-max", "80", "--llm-capacity-warmup-s", "2", "--llm-capacity-window-s", "6")
         args += ("--llm-capacity-inflight-s", "2", "--llm-capacity-confirm-s", "4")
+        args += ("--llm-server-metrics", mock.url + "/metrics", "--llm-server-metrics-interval", "0.2")
         code, err, seconds, summary = search(mock.url, tmp_path / "s.json", *args, timeout=150)
         key = answer_key(mock.url, "ttft_p95_ms=300&output_tokens=4")
     assert code == 0, err[-3000:]
@@ -110,6 +118,27 @@ def test_the_rate_search_finds_the_batching_mocks_rate_within_10_percent_and_hol
             assert abs(step["requests_per_s"] - step["rate_per_s"]) <= 0.25 * step["rate_per_s"], step
     prompt = key["workload"]["prompt_tokens"]
     print(f"max_rate_per_s {found} against the key's {truth} ({prompt} prompt tokens), steps {rates}, {seconds:.1f} s")
+    drains = check_drains(capacity["steps"])
+    print("after each failed step, rate: drain s, in flight at its start / end / target:", drains)
+
+
+def check_drains(steps: Sequence[dict[str, Any]]) -> list[tuple[float, float, int, int, float]]:
+    """Each step after a failed one waited for the queue to drain and it did: the requests in flight fell to at most
+    what the new rate keeps in flight (Little's law), and a scrape since showed the server's queue empty; a drain
+    after a step well past the capacity began with more in flight than that. Each (rate, wait, in flight at its
+    start, at its end, target)."""
+    drains = []
+    for before, step in itertools.pairwise(steps):
+        if before["passed"]:
+            assert step["drain_s"] is None and step["drained"] is None, step
+            continue
+        seen = step["drain_in_flight"]
+        assert step["drain_s"] > 0 and step["drained"] is True and seen["waiting"] == 0, step
+        assert seen["target"] >= seen["end"] and seen["start"] >= seen["end"], step
+        drains.append((step["rate_per_s"], step["drain_s"], seen["start"], seen["end"], seen["target"]))
+    assert drains, f"the search never stepped back from a failed step: {[s['rate_per_s'] for s in steps]}"
+    assert any(start > target for _, _, start, _, target in drains), f"no drain had a queue to wait for: {drains}"
+    return drains
 
 
 @contextlib.contextmanager

@@ -113,6 +113,29 @@ def test_a_new_rate_voids_the_slots_taken_and_starts_now() -> None:
         s.set_rate(0)
 
 
+def test_a_held_schedule_sends_nothing_until_the_next_rate() -> None:
+    """The capacity search's drain: users asleep on a slot of the old rate wake and sleep again, a minute at a time,
+    without sending (its backlog is void), until a rate is set; then the new schedule starts at once."""
+    clock = FakeClock()
+    s = ArrivalSchedule(10, "constant", clock=clock)
+    s.take()
+    clock.t += 5.0  # every user busy: 50 slots due
+    s.hold()
+    assert s.backlog() == 0, "a held schedule has no backlog"
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.t += seconds if len(slept) < 3 else 0.5
+        if len(slept) == 3:
+            s.set_rate(4)
+
+    slot = wait_for_slot(s, sleep)
+    assert slept[:2] == pytest.approx([60.0, 60.0]), "a held slot is a sleep, taken again when it ends"
+    assert slot == pytest.approx(clock.t * 1000.0), "the new rate's first slot is now"
+    assert s.take() - slot == pytest.approx(250.0) and s.issued == 3, "held slots are not issued"
+
+
 # closed-loop users: phase and think time
 
 

@@ -188,6 +188,12 @@ function serverCell(server) {
   return `${mean(server.waiting)} / ${mean(server.running)} / ${server.kv_cache ? mean(server.kv_cache, 100) + " %" : "-"}`;
 }
 
+// The drain before a rate step that followed a failed one (its wait, and whether the queue drained), or "-".
+function drainCell(step) {
+  if (step.drain_s === null || step.drain_s === undefined) return "-";
+  return `${step.drain_s.toFixed(1)} s${step.drained ? "" : ", not drained"}`;
+}
+
 // Ticks of the load axis: whole users (or round rates), never 8.5 users.
 const LOAD_INCRS = [1, 2, 4, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000];
 
@@ -235,7 +241,7 @@ function drawCapacity(capacity) {
   fill("capacity-steps", capacity.steps.map((s) => row([text("td", s.step), text("td", load(s)),
     text("td", s.passed ? "held" : "FAIL", s.passed ? "pass" : "fail"), text("td", fmt(s.requests_per_s)),
     text("td", fmt(s.output_tokens_per_s)), text("td", `${fmt(s.ttft_ms.p50)} / ${fmt(s.ttft_ms.p95)}`),
-    text("td", fmt(s.e2e_ms.p95)), text("td", s.errors), text("td", serverCell(s.server)),
+    text("td", fmt(s.e2e_ms.p95)), text("td", s.errors), text("td", drainCell(s)), text("td", serverCell(s.server)),
     text("td", (s.failed || []).join("; ") || (s.client_reason || ""))])));
 }
 

@@ -10,7 +10,8 @@ from typing import Any
 import xmlschema
 from jsonschema import Draft202012Validator
 
-from loadlib.capacity import answer
+from loadlib.capacity import answer, drain
+from loadlib.capacity.drain import Drain
 from loadlib.capacity.search import Search
 from loadlib.capacity.step import Limits, StepWindow, judge
 from loadlib.outputs.junit import junit_xml
@@ -64,16 +65,21 @@ def test_junit_fails_the_capacity_case_below_the_gate_and_stays_valid() -> None:
 
 
 def rate_summary(minimum: float | None, confirmed: bool | None) -> dict[str, Any]:
-    """A rate search: 8 req/s held, 16 failed (its arrivals went late once and it was measured again), 8 held again
-    in the hold at the answer."""
+    """A rate search: 8 req/s held, 16 failed (its arrivals went late once and it was measured again, after a
+    drain), 8 held again in the hold at the answer (after a drain that ran out of time)."""
     base = json.loads((ROOT / "tests" / "fixtures" / "summaries" / "chat_with_verdict.json").read_text())
     search = Search(start=8, control="rate")
     search.record(8.0, True)
     search.record(16.0, False)
     slow = step(2, 32, 900.0) | {"rate_per_s": 16.0, "schedule_lag_ms": {"p50": 2.0, "p95": 350.0}}
     slow["remeasured"] = answer.slipped(slow, 50.0)
-    steps = [step(1, 16, 100.0) | {"rate_per_s": 8.0}, slow, step(3, 32, 910.0) | {"rate_per_s": 16.0}]
-    steps.append(step(4, 32, 100.0) | {"rate_per_s": 8.0, "confirm": True})
+    drained = Drain(target=1.6, first=12, last=1, waiting=0.0)
+    drained.end(2.0, True)
+    late = Drain(target=0.8, first=30, last=5)
+    late.end(30.0, False)
+    steps = [step(1, 16, 100.0) | {"rate_per_s": 8.0}, slow]
+    steps.append(step(3, 32, 910.0) | {"rate_per_s": 16.0} | drain.fields(drained))
+    steps.append(step(4, 32, 100.0) | {"rate_per_s": 8.0, "confirm": True} | drain.fields(late))
     base["capacity"] = answer.section(search, steps, None, minimum, confirmed)
     base.pop("thresholds", None)
     base["verdict"] = verdict([], base)
@@ -92,9 +98,13 @@ def test_a_rate_search_summary_is_valid_and_names_its_rate_everywhere() -> None:
     assert line.endswith("; the hold at it confirmed it")
     assert "8 req/s  held (confirm)" in answer.step_line(c["steps"][3])
     assert "measured again" in answer.step_line(c["steps"][1])
+    assert "after a drain" not in answer.step_line(c["steps"][1])
+    assert answer.step_line(c["steps"][2]).endswith("  after a drain of 2.0 s")
+    assert answer.step_line(c["steps"][3]).endswith("  after a drain of 30.0 s, not drained")
     text = markdown_summary(s)
     assert "**Capacity: 8 req/s** (first failing: 16 req/s" in text and "the hold at the answer confirmed it" in text
-    assert "| 4 (hold) | 8 req/s | held |" in text
+    assert "| 4 (hold) | 8 req/s | held |" in text and "| errors | drain before it |" in text
+    assert "| 0 | 2.0 s |" in text and "| 0 | 30.0 s, not drained |" in text and "| 0 | - |" in text
     xml = junit_xml(s)
     JUNIT_XSD.validate(xml)
     assert 'name="capacity &gt;= 12.5 req/s"' in xml and "max_rate_per_s 8; first failing 16 req/s" in xml

@@ -39,6 +39,15 @@ def test_the_section_has_the_answer_a_point_per_step_with_the_knee_and_the_table
         assert f">{users}<" in curve
     assert KNEE.lower() in curve.lower() and "<figcaption>" in curve
     assert table.count("<tr>") == 5 and ">FAIL<" in table and ">held<" in table
+    assert "drain before it" not in table, "no step drained"
+
+
+def test_the_table_shows_the_drain_before_a_step_that_followed_a_failed_one() -> None:
+    c = capacity()
+    c["steps"][2] |= {"drain_s": 2.0, "drained": True}
+    c["steps"][3] |= {"drain_s": 30.0, "drained": False}
+    table = capacity_html(c)[2]
+    assert "<th>drain before it</th>" in table and ">2.0 s<" in table and ">30.0 s, not drained<" in table
 
 
 def test_the_report_shows_the_search_only_when_the_summary_has_one(tmp_path: Path) -> None:

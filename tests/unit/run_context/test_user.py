@@ -53,6 +53,15 @@ def test_a_request_is_one_record_for_locust_and_for_loadlib(user_with: Any) -> N
     assert user.run_context.stats.stats.total.requests == 1
 
 
+def test_a_request_is_in_flight_on_its_node_while_it_is_under_way(user_with: Any) -> None:
+    """The capacity search's drain counts them (docs/capacity.md, "The drain")."""
+    user, _ = user_with([http_head(transfer_encoding="chunked"), *chunked(*EVENTS)])
+    seen: list[int] = []
+    user.run_context.events.record.add_listener(lambda **_: seen.append(user.run_context.in_flight))
+    user.chat([{"role": "user", "content": "hi"}])
+    assert seen == [1] and user.run_context.in_flight == 0
+
+
 def test_a_bug_after_the_stream_is_a_counted_internal_error(monkeypatch, user_with: Any) -> None:
     import loadlib.locust.user as module
 

@@ -468,6 +468,10 @@ def test_capacity_step_point_has_every_figure_of_the_step() -> None:
     assert fields["users"] == ("int", 16) and fields["ttft_p95_ms"] == ("float", 640.5)
     assert fields["e2e_p95_ms"] == ("float", 700.0) and fields["passed"] == ("int", 0)
     assert "tpot_p95_ms" not in fields and "goodput" not in fields and "rate_per_s" not in fields
+    assert "drain_s" not in fields and "drained" not in fields, "no drain before the step"
+    _, _, fields, _ = parse_line(lp.capacity_step_line("r", row | {"drain_s": 2.0, "drained": False}, TS))
+    assert_schema_types(m, tags, fields)
+    assert fields["drain_s"] == ("float", 2.0) and fields["drained"] == ("int", 0)
 
 
 def test_server_point() -> None:
