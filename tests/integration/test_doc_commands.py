@@ -111,6 +111,22 @@ EXPECTED_EXIT: dict[tuple[str, str], tuple[int, str]] = {
         99,
         "writing-load-tests.md 'A check of your own': with --llm-max-tokens 16 every answer is truncated: exit code 99",
     ),
+    ("README.md", "long_document.py --headless -u 4 -r 4 -t 60s --llm-model mock-64k"): (
+        1,
+        "README: the long-document run exits 1 by design, its 128K documents beyond the 64K model: failed requests",
+    ),
+    ("docs/scenarios.md", "long_document.py --headless -u 4 -r 4 -t 60s --llm-model mock-64k"): (
+        1,
+        "scenarios.md: the two long-document runs exit 1, their documents beyond the context on purpose",
+    ),
+    ("docs/scenarios.md", "--doc-mode probe --llm-mock context_limit=50000"): (
+        1,
+        "scenarios.md: the two long-document runs exit 1, the probe's tries beyond the limit fail",
+    ),
+    ("docs/gateway.md", "truncate_to=6000,usage_prompt=sent"): (
+        1,
+        "gateway.md: the truncating run exits 1, the documents the gateway cut are truncated requests",
+    ),
     ("docs/scenarios.md", "json_valid_rate=0.9"): (
         99,
         "scenarios.md: SLOs 'set the exit code (0 when they hold, 99 when one fails'; schema_valid >= 99% at 90% valid",
