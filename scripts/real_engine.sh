@@ -4,6 +4,7 @@
 #
 #   scripts/real_engine.sh install        its venv and its model, each built once and cached
 #   scripts/real_engine.sh start [PORT]   install, start in the background, wait for /health; prints the base URL
+#                                         (without PORT, a free one below the ephemeral range)
 #   scripts/real_engine.sh stop           stop the one `start` began
 #   scripts/real_engine.sh serve [PORT]   install and serve in the foreground (Ctrl-C stops it)
 #
@@ -95,10 +96,25 @@ wait_healthy() {
   say "serving $MODEL_NAME on http://127.0.0.1:$port/v1 (ready after ${waited} s, pid $pid, log $cache/engine.log)"
 }
 
+# A free port below Linux's ephemeral range (32768-60999): the engine binds a minute after the port is chosen, and a
+# port the kernel hands out as a client's source port could be taken meanwhile (seen: Address already in use).
+free_port() {
+  python3 -c 'import random, socket
+for port in random.sample(range(20000, 32000), 500):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        print(port)
+        break'
+}
+
 start() {
-  local port=${1:-8765} pid
+  local port=${1:-} pid
   install
   stop_engine quiet
+  [ -n "$port" ] || port=$(free_port)
   engine_env
   # shellcheck disable=SC2046
   setsid $(server_cmd "$port") >"$cache/engine.log" 2>&1 </dev/null &
@@ -123,7 +139,7 @@ stop_engine() {
 
 case "${1:-}" in
   install) install ;;
-  start) start "${2:-8765}" ;;
+  start) start "${2:-}" ;;
   stop) stop_engine ;;
   serve)
     install

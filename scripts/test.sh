@@ -63,11 +63,7 @@ fi
 # Its tier runs last, alone. Where it should run and does not start, the tier fails with the reason (never a skip);
 # LOADLIB_REAL_ENGINE=URL runs the tier against an engine of yours instead, =off skips it.
 engine_logs=$(mktemp -d)
-start_engine() {
-  local port
-  port=$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  bash scripts/real_engine.sh start "$port" >"$engine_logs/url" 2>"$engine_logs/err"
-}
+start_engine() { bash scripts/real_engine.sh start >"$engine_logs/url" 2>"$engine_logs/err"; }
 engine_ready() {
   wait "$engine_start" && { export LOADLIB_REAL_ENGINE_OURS=1 LOADLIB_REAL_ENGINE; LOADLIB_REAL_ENGINE=$(tail -1 "$engine_logs/url"); } ||
     export LOADLIB_REAL_ENGINE_FAILED="scripts/real_engine.sh start failed: $(tail -c 1500 "$engine_logs/err")"

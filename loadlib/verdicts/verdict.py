@@ -244,10 +244,14 @@ def no_verdict(
     if nothing:
         return {"status": "errors", "exit_code": exit_code or 1, "reasons": [f"{nothing} ({rule})", *untrusted]}
     if exit_code == 0:
-        allowed = f"{errors} failed requests, allowed by --exit-code-on-error 0" if errors else "no failed request"
+        allowed = f"{_failed_requests(errors)}, allowed by --exit-code-on-error 0" if errors else "no failed request"
         return {"status": "pass", "exit_code": 0, "reasons": [f"{allowed} ({rule})", *untrusted]}
-    what = f"{errors} failed requests" if errors else "an unexpected error in Locust or a locustfile (see the log)"
+    what = _failed_requests(errors) if errors else "an unexpected error in Locust or a locustfile (see the log)"
     return {"status": "errors", "exit_code": exit_code, "reasons": [f"{what} ({rule})", *untrusted]}
+
+
+def _failed_requests(errors: int) -> str:
+    return f"{errors:,} failed request{'' if errors == 1 else 's'}"
 
 
 def _locust_rule_said(summary: Mapping[str, Any]) -> str:

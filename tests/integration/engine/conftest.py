@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.integration.locust_runs import ROOT, free_port
+from tests.integration.locust_runs import ROOT
 
 SCRIPT = ROOT / "scripts" / "real_engine.sh"
 
@@ -99,9 +99,8 @@ def engine() -> Iterator[Engine]:
 
 
 def _started() -> Iterator[Engine]:
-    port = free_port()
-    start = time.monotonic()
-    p = subprocess.run(["bash", str(SCRIPT), "start", str(port)], capture_output=True, text=True, timeout=1200)
+    start = time.monotonic()  # the script picks a port below the ephemeral range: it binds a minute after
+    p = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True, timeout=1200)
     if p.returncode != 0:
         pytest.fail(f"the real engine did not start ({time.monotonic() - start:.0f} s): {p.stderr[-1500:]}", False)
     try:
