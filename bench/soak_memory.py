@@ -11,6 +11,7 @@ dropped, the exit code.
     python bench/soak_memory.py                       # 2 hours (the figures in docs/metrics.md, "Memory")
     python bench/soak_memory.py --minutes 15          # a shorter soak
     python bench/soak_memory.py --minutes 10 --trace  # where the master's memory grows (slower; RSS not comparable)
+    python bench/soak_memory.py --server-metrics      # a mock of its own, its /metrics scraped every second
 
 `--trace` runs the master under tracemalloc and writes, every --every seconds after the first third of the run, the
 allocation sites that grew most since then (with their call stacks) to results/soak-trace.txt: the way to find what
@@ -33,22 +34,29 @@ from typing import Any
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "integration"))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "integration")]
 
 from influx_server import InfluxServer, find_influxd  # noqa: E402
 from locust_runs import env, free_port  # noqa: E402
 
+from loadlib.mock import MockConfig, parse_overrides, start_subprocess  # noqa: E402
+
 LOCUSTFILE = "locustfiles/support_chat.py"
-MOCK = "ttft_ms=200,itl_ms=20,output_tokens=96"  # a small engine's pace: about 4 requests/s from 16 users
+MOCK = "ttft_ms=80,itl_ms=20,output_tokens=96"  # a small engine's pace, within support chat's TTFT SLO: ~4 requests/s
 TRACE_FILE = ROOT / "results" / "soak-trace.txt"
 
 
-def master_cmd(args: argparse.Namespace, port: int, summary: Path, influx: str | None) -> list[str]:
-    """The master's command: plain Locust, or Locust under this script's tracemalloc probe (--trace)."""
+def master_cmd(args: argparse.Namespace, port: int, summary: Path, influx: str | None, mock: str | None) -> list[str]:
+    """The master's command: plain Locust, or Locust under bench/soak_probe.py's tracemalloc (--trace). With `mock`
+    (a mock of this script's, --server-metrics) it targets that one and scrapes its /metrics, else its own."""
     locust = ["-f", args.locustfile, "--master", "--headless", "--expect-workers", str(args.workers)]
     locust += ["--expect-workers-max-wait", "60", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port)]
     locust += ["-u", str(args.users), "-r", str(args.users), "-t", f"{int(args.minutes * 60)}s", "--only-summary"]
-    locust += ["--llm-mock", args.mock, "--llm-summary", str(summary), "--loglevel", "WARNING"]
+    locust += ["--llm-summary", str(summary), "--loglevel", "WARNING"]
+    if mock:
+        locust += ["--host", f"{mock}/v1", "--llm-api-key-env", "none", "--llm-server-metrics", f"{mock}/metrics"]
+    else:
+        locust += ["--llm-mock", args.mock]
     if influx:
         locust += ["--influx-url", influx, "--influx-api", "v1", "--influx-db", "soak"]
     if args.trace:
@@ -92,11 +100,12 @@ def report(name: str, samples: list[tuple[float, float]], half: float) -> str:
     )
 
 
-def soak(args: argparse.Namespace, influx: str | None, tmp: Path) -> int:
+def soak(args: argparse.Namespace, influx: str | None, mock: str | None, tmp: Path) -> int:
     """Run the master and workers, sample their RSS until the master exits; print the figures; its exit code."""
     port, summary = free_port(), tmp / "summary.json"
     log = (tmp / "master.log").open("w")
-    master = subprocess.Popen(master_cmd(args, port, summary, influx), cwd=ROOT, env=env(), stdout=log, stderr=log)
+    cmd = master_cmd(args, port, summary, influx, mock)
+    master = subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=log, stderr=log)
     workers = [
         subprocess.Popen(
             worker_cmd(args, port), cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -149,7 +158,10 @@ def run_figures(path: Path, code: int | None, log: Path) -> str:
     s = json.loads(path.read_text())
     sink = s.get("sink") or {}
     points = f", InfluxDB points written {sink.get('written')}, dropped {sink.get('dropped')}" if sink else ""
-    return f"run: {s['total']['count']} requests{points}; exit code {code}"
+    server = s.get("server_metrics") or {}
+    scrapes = f", {server.get('scrapes')} scrapes of the server's metrics" if server else ""
+    verdict = next((line for line in reversed(log.read_text().splitlines()) if line.startswith("Verdict")), "")
+    return f"run: {s['total']['count']} requests{points}{scrapes}; exit code {code}\n{verdict}"
 
 
 def main() -> None:
@@ -161,6 +173,9 @@ def main() -> None:
     parser.add_argument("--locustfile", default=LOCUSTFILE)
     parser.add_argument("--mock", default=MOCK, help="the embedded mock's settings (--llm-mock)")
     parser.add_argument("--no-influx", action="store_true", help="run without the InfluxDB sink")
+    parser.add_argument(
+        "--server-metrics", action="store_true", help="a mock of its own, its /metrics scraped (--llm-server-metrics)"
+    )
     parser.add_argument("--trace", action="store_true", help=f"tracemalloc in the master, growth to {TRACE_FILE}")
     args = parser.parse_args()
     binary, why = find_influxd()
@@ -171,14 +186,21 @@ def main() -> None:
         if server is not None:
             server.start()
             server.create_database("soak")
+        mock = (
+            start_subprocess(MockConfig().with_overrides(parse_overrides(args.mock, "--mock")), stderr="devnull")
+            if args.server_metrics
+            else None
+        )
         try:
             print(
                 f"{args.minutes:g} min, {args.users} users, {args.workers} workers, mock {args.mock}, "
-                f"InfluxDB {server.url if server else 'off'}",
+                f"InfluxDB {server.url if server else 'off'}, server metrics {'on' if mock else 'off'}",
                 flush=True,
             )
-            code = soak(args, server.url if server else None, Path(tmp))
+            code = soak(args, server.url if server else None, mock.url if mock else None, Path(tmp))
         finally:
+            if mock is not None:
+                mock.stop()
             if server is not None:
                 server.stop()
             shutil.rmtree(Path(tmp) / "influx", ignore_errors=True)
