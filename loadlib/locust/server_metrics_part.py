@@ -53,8 +53,8 @@ def fetch(url: str, timeout_s: float) -> str:
 
 class ServerMetricsPart(NodePart):
     """The master's scraper: the run's figures over every scrape, the scrapes themselves (unix time, sample) for the
-    capacity steps' windows, at most MAX_SAMPLES of them evenly spaced (every other one goes when full, and the
-    interval between those kept doubles), counts of scrapes that failed and why."""
+    capacity steps' windows when the run has a capacity search, at most MAX_SAMPLES of them evenly spaced (every
+    other one goes when full, and the interval between those kept doubles), counts of scrapes that failed and why."""
 
     def __init__(self) -> None:
         self.url = ""
@@ -63,6 +63,7 @@ class ServerMetricsPart(NodePart):
         self.run = sm.RunFigures()
         self.thinner = HistoryThinner(MAX_SAMPLES)
         self.last: sm.ServerSample | None = None
+        self.keeps_scrapes = True  # only a capacity search reads them (its steps' windows)
         self.failed = 0
         self.unknown = 0
         self.last_error: str | None = None
@@ -74,6 +75,7 @@ class ServerMetricsPart(NodePart):
         self.ctx, self.url = ctx, str(ctx.options.llm_server_metrics or "")
         self.samples, self.failed, self.unknown, self.last_error = [], 0, 0, None
         self.run, self.thinner, self.last = sm.RunFigures(), HistoryThinner(MAX_SAMPLES), None
+        self.keeps_scrapes = self._capacity() is not None
         if not self.url or ctx.is_worker:
             return
         self.interval_s = max(0.1, float(ctx.options.llm_server_metrics_interval))
@@ -109,8 +111,9 @@ class ServerMetricsPart(NodePart):
         """A recognised scrape: into the run's figures, and kept (or thinned away) for the steps' windows."""
         self.run.add(sample)
         self.last = sample
-        self.samples.append((at, sample))
-        self.thinner.thin(self.samples)
+        if self.keeps_scrapes:
+            self.samples.append((at, sample))
+            self.thinner.thin(self.samples)
 
     def stop(self, ctx: Node) -> None:
         self.close()

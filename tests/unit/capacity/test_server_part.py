@@ -110,3 +110,9 @@ def test_a_long_run_keeps_its_figures_exact_and_its_scrapes_bounded(monkeypatch:
     kept = [at for at, _ in part.samples]
     assert len(kept) <= part_module.MAX_SAMPLES and kept[0] == 0.0
     assert {b - a for a, b in pairwise(kept)} == {4.0}, "every 4th scrape after two thinnings"
+    plain, context = ServerMetricsPart(), ctx()
+    context.options.llm_server_metrics = ""  # started without scraping: the part as a run without a capacity search
+    plain.start(context)
+    for at, sample in scrapes:
+        plain.keep(at, sample)
+    assert plain.samples == [] and plain.run.figures() == part.run.figures()
