@@ -5,8 +5,10 @@ every custom option (all of loadlib's) and --expect-workers with the master's; -
 So `--llm-records` given to a worker and not to its master writes nothing, without a word. Here the worker keeps a
 copy of its own options from `init` (before any spawn can arrive: the master's gate admits it only after its hello),
 and as a test starts compares what it was given (a value other than the default) with what the master sent: each
-option that differs is named in one line on the worker, which also sends it to the master to print. Options that
-change what is measured never get this far: the handshake refuses such a worker at join (loadlib.locust.handshake).
+option that differs is named in one line on the worker, which also sends it to the master to print. Not those the
+master too was started with (its options as started travel with the others, `options.carried`): a web UI's form
+changed them on the master since, and a worker configured as its master was is not at fault. Options that change
+what is measured never get this far: the handshake refuses such a worker at join (loadlib.locust.handshake).
 """
 
 from __future__ import annotations
