@@ -63,7 +63,6 @@ class ServerMetricsPart(NodePart):
         self.run = sm.RunFigures()
         self.thinner = HistoryThinner(MAX_SAMPLES)
         self.last: sm.ServerSample | None = None
-        self.keeps_scrapes = True  # only a capacity search reads them (its steps' windows)
         self.failed = 0
         self.unknown = 0
         self.last_error: str | None = None
@@ -75,7 +74,6 @@ class ServerMetricsPart(NodePart):
         self.ctx, self.url = ctx, str(ctx.options.llm_server_metrics or "")
         self.samples, self.failed, self.unknown, self.last_error = [], 0, 0, None
         self.run, self.thinner, self.last = sm.RunFigures(), HistoryThinner(MAX_SAMPLES), None
-        self.keeps_scrapes = self._capacity() is not None
         if not self.url or ctx.is_worker:
             return
         self.interval_s = max(0.1, float(ctx.options.llm_server_metrics_interval))
@@ -111,7 +109,7 @@ class ServerMetricsPart(NodePart):
         """A recognised scrape: into the run's figures, and kept (or thinned away) for the steps' windows."""
         self.run.add(sample)
         self.last = sample
-        if self.keeps_scrapes:
+        if getattr(self._capacity(), "marks", None):  # a capacity search has begun: its steps read the scrapes
             self.samples.append((at, sample))
             self.thinner.thin(self.samples)
 

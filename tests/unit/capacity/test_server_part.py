@@ -99,7 +99,8 @@ def test_a_long_run_keeps_its_figures_exact_and_its_scrapes_bounded(monkeypatch:
     """Three times MAX_SAMPLES scrapes (3 hours at 1 s, here 100 for speed): the run's gauges and TTFT are those of
     every scrape, the scrapes kept for the steps' windows at most MAX_SAMPLES, evenly spaced from the first."""
     monkeypatch.setattr(part_module, "MAX_SAMPLES", 100)
-    metrics, part, scrapes = EngineMetrics(), scraper(ctx()), []
+    searching = SimpleNamespace(marks={1: {"warmup": 0.0}})  # a capacity search has begun
+    metrics, part, scrapes = EngineMetrics(), scraper(ctx(searching)), []
     for at in range(3 * part_module.MAX_SAMPLES):
         metrics.ttft.observe(0.05 + (at % 7) / 100)
         sample = sm.parse(metrics.render("m", at % 5, at % 3, (at % 10) / 10).decode())
@@ -110,9 +111,7 @@ def test_a_long_run_keeps_its_figures_exact_and_its_scrapes_bounded(monkeypatch:
     kept = [at for at, _ in part.samples]
     assert len(kept) <= part_module.MAX_SAMPLES and kept[0] == 0.0
     assert {b - a for a, b in pairwise(kept)} == {4.0}, "every 4th scrape after two thinnings"
-    plain, context = ServerMetricsPart(), ctx()
-    context.options.llm_server_metrics = ""  # started without scraping: the part as a run without a capacity search
-    plain.start(context)
+    plain = scraper(ctx(SimpleNamespace(marks={})))  # a run without a capacity search (its part, no step yet)
     for at, sample in scrapes:
         plain.keep(at, sample)
     assert plain.samples == [] and plain.run.figures() == part.run.figures()
