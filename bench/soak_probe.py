@@ -19,8 +19,9 @@ Sizes = dict[tracemalloc.Traceback, tuple[int, int]]
 
 
 def sizes() -> Sizes:
-    """Bytes and blocks by call stack now (tracemalloc's own allocations left out)."""
-    snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+    """Bytes and blocks by call stack now (tracemalloc's and this probe's own allocations left out)."""
+    mine = [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, __file__)]
+    snapshot = tracemalloc.take_snapshot().filter_traces(mine)
     out = {s.traceback: (s.size, s.count) for s in snapshot.statistics("traceback")}
     del snapshot
     gc.collect()
