@@ -15,7 +15,7 @@ import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from types import MappingProxyType
+from types import MappingProxyType, SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from loadlib.config import (
@@ -61,12 +61,14 @@ class LocustOptions:
 @dataclass(frozen=True)
 class Carried:
     """What the master (or local runner) sets on the options at init, so that it travels to the workers with them:
-    the pool as read, the URLs of its started mocks, the embedded mock's base and admin URLs."""
+    the pool as read, the URLs of its started mocks, the embedded mock's base and admin URLs, and the options it was
+    started with that are not at their default (loadlib.locust.worker_options: a worker tells its own from them)."""
 
     llm_pool_data: Any = None
     llm_pool_urls: dict[str, str] = field(default_factory=dict)
     llm_mock_base: str | None = None
     llm_admin_url: str | None = None
+    llm_master_given: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,12 @@ def options_of(environment: Any) -> Options:
     """An environment's options, resolved now: for the run context, which keeps them, and for what runs before it
     (the web UI's form, a load shape's first tick)."""
     return resolve(parsed(environment))
+
+
+def sent_options(job: Mapping[str, Any]) -> Options:
+    """The options a master sent with Locust's `spawn` message: all of its namespace, though a worker's Locust takes
+    only loadlib's (and --expect-workers) from it, keeping its own -u, -r, -t (which it does not use)."""
+    return resolve(SimpleNamespace(**(job.get("parsed_options") or {})))
 
 
 def amend(environment: Any, **values: Any) -> None:

@@ -142,39 +142,41 @@ def _check(name: str, value: float | None, limit: float, passed: bool, reason: s
 
 
 def traffic_series(ledger: Ledger) -> dict[str, Any]:
-    """The 1-s bins as arrays for charts: second k (from "t0", the run start) covers [t0 + k, t0 + k + 1)."""
+    """The bins as arrays for charts: bin k (from "t0", the run start) covers [t0 + k, t0 + k + step_s); 1-s bins
+    until a long run doubles them (loadlib.failover.traffic)."""
+    step = ledger.traffic_step
     keys = [k for bins in ledger.traffic.values() for k in bins]
     if not keys:
-        return {"t0": ledger.t0, "seconds": [], "by_endpoint": {}, "failed": {}}
+        return {"t0": ledger.t0, "step_s": step, "seconds": [], "by_endpoint": {}, "failed": {}}
     lo, hi = min(0, *keys), max(keys)
-    seconds = list(range(lo, hi + 1))
+    seconds = list(range(lo, hi + 1, step))
     by_endpoint, failed = {}, {}
     for e in sorted(ledger.traffic):
         bins = ledger.traffic[e]
         by_endpoint[e] = [bins.get(k, (0, 0))[0] for k in seconds]
         failed[e] = [bins.get(k, (0, 0))[1] for k in seconds]
-    return {"t0": ledger.t0, "seconds": seconds, "by_endpoint": by_endpoint, "failed": failed}
+    return {"t0": ledger.t0, "step_s": step, "seconds": seconds, "by_endpoint": by_endpoint, "failed": failed}
 
 
 def _share(series: dict[str, Any], lo: float, hi: float) -> dict[str, float | None]:
-    """Each endpoint's share of the attempts whose bin midpoint t0 + k + 0.5 lies in [lo, hi); None: no attempts."""
-    seconds, t0 = series["seconds"], series["t0"]
+    """Each endpoint's share of the attempts whose bin midpoint t0 + k + step / 2 lies in [lo, hi); None: none."""
+    seconds, t0, step = series["seconds"], series["t0"], series["step_s"]
     if not seconds or t0 is None:
         return {}
-    first = _index(lo - t0 - 0.5, seconds)
-    last = _index(hi - t0 - 0.5, seconds)
+    first = _index(lo - t0 - step / 2, seconds, step)
+    last = _index(hi - t0 - step / 2, seconds, step)
     sums = {e: sum(v[first:last]) for e, v in series["by_endpoint"].items()}
     total = sum(sums.values())
     return {e: _r(n / total, 6) if total else None for e, n in sums.items()}
 
 
-def _index(x: float, seconds: list[int]) -> int:
-    """Position of the first bin k >= x in `seconds` (contiguous), clamped to the list."""
+def _index(x: float, seconds: list[int], step: int) -> int:
+    """Position of the first bin k >= x in `seconds` (contiguous bins of `step`), clamped to the list."""
     if x == math.inf:
         return len(seconds)
     if x == -math.inf:
         return 0
-    return min(max(math.ceil(x) - seconds[0], 0), len(seconds))
+    return min(max(math.ceil((x - seconds[0]) / step), 0), len(seconds))
 
 
 def quality_figures(ledger: Ledger) -> dict[str, dict[str, Any]]:

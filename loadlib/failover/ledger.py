@@ -24,6 +24,7 @@ from collections import deque
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from loadlib.failover import traffic
 from loadlib.failover.incidents import Incidents
 from loadlib.failover.switch import SwitchTally
 from loadlib.histogram import Histogram
@@ -169,7 +170,8 @@ class Ledger:
             d.clear()
         self.transitions: list[Transition] = []
         self.transitions_dropped: dict[str, int] = {}
-        self.traffic: dict[str, dict[int, list[int]]] = {}
+        self.traffic: dict[str, traffic.Bins] = {}  # bins of traffic_step seconds (loadlib.failover.traffic)
+        self.traffic_step = 1
         self.fallback: dict[str, Quality] = {}
         self._kept: dict[str, int] = {}
         self._mine: dict[int, NodeDrill] = {}
@@ -264,15 +266,9 @@ class Ledger:
             self._in_flight(endpoint, start, at, ok)
         if self.t0 is None:
             self.t0 = at
-        bins = self.traffic.get(endpoint)
-        if bins is None:
-            bins = self.traffic[endpoint] = {}
-        second = math.floor(at - self.t0)
-        b = bins.get(second)
-        if b is None:
-            b = bins[second] = [0, 0]
-        b[0] += 1
-        b[1] += not ok
+        traffic.count(self.traffic, endpoint, math.floor(at - self.t0), 1, int(not ok), self.traffic_step)
+        if len(self.traffic[endpoint]) > traffic.MAX_BINS:
+            self.traffic_step = traffic.bounded(self.traffic, self.traffic_step)
         for d in self._live_at(at):
             if d.in_window(at):
                 d.attempts += 1
@@ -466,17 +462,15 @@ class Ledger:
             for f in FIRSTS:
                 node.take_first(f, item[f])
 
-    def _merge_traffic(self, t0: float | None, traffic: dict[str, list[list[int]]]) -> None:
+    def _merge_traffic(self, t0: float | None, data: dict[str, list[list[int]]]) -> None:
         """A worker's bins count from its own start: shift them to ours by whole seconds (placement within 0.5 s)."""
         if self.t0 is None:
             self.t0 = t0
         shift = round(t0 - self.t0) if t0 is not None and self.t0 is not None else 0
-        for endpoint, rows in traffic.items():
-            bins = self.traffic.setdefault(endpoint, {})
+        for endpoint, rows in data.items():
             for second, n, failed in rows:
-                b = bins.setdefault(second + shift, [0, 0])
-                b[0] += n
-                b[1] += failed
+                traffic.count(self.traffic, endpoint, second + shift, n, failed, self.traffic_step)
+        self.traffic_step = traffic.bounded(self.traffic, self.traffic_step)
 
     def _merge_quality(self, quality: dict[str, dict[str, Any]]) -> None:
         for endpoint, item in quality.items():

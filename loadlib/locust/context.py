@@ -25,6 +25,7 @@ from loadlib.locust.closed_loop import ClosedLoop
 from loadlib.locust.failover_part import FailoverPart
 from loadlib.locust.fatal import FatalStop
 from loadlib.locust.lockstep_part import LockstepPart
+from loadlib.locust.locust_bounds import LocustBoundsPart
 from loadlib.locust.part_registry import make_parts, register_part
 from loadlib.locust.parts import HealthPart, NodePart, RecordsPart, StatsPart
 from loadlib.locust.scenario_part import ScenarioPart
@@ -340,6 +341,7 @@ register_part("scenarios", 500, lambda ctx: ScenarioPart(_scenario_specs(ctx.env
 register_part("failover", 600, lambda ctx: FailoverPart(ctx.events, ctx.named("influxdb")))
 register_part("scenario_parts", 700, _scenario_parts)
 register_part("workers", 800, WorkersPart)  # after the sink: a worker's final report carries its closed sink's counts
+register_part("locust_bounds", 820, LocustBoundsPart)  # Locust's own per-second counts and chart history
 register_part("server_metrics", 860, lambda ctx: ServerMetricsPart())  # after the capacity search: reads its steps
 register_part("verdicts", 900, _verdicts)  # last: it judges what every other part summarized
 

@@ -24,7 +24,7 @@ from loadlib import options
 from loadlib.config import NO_KEY, make_endpoint
 from loadlib.errors import LoadlibError
 from loadlib.failover.pool import PoolConfig, check_pool
-from loadlib.locust import handshake, progress
+from loadlib.locust import handshake, progress, worker_options
 from loadlib.locust.abort import AbortWatch
 from loadlib.locust.capacity_shape import CapacityShape
 from loadlib.locust.checks import PLACEHOLDER_HOST, check_open_files, check_output_path, check_outputs, check_run
@@ -92,6 +92,7 @@ def on_init(environment: Any, **_: Any) -> None:
     if not ctx.has_options:
         return
     wire(ctx)
+    worker_options.install(ctx)  # a worker's own options, kept before any spawn; the master's as started
     if ctx.is_worker:
         check_open_files(None)  # its users come from the master: only the limit is raised here
         handshake.say_hello(environment)

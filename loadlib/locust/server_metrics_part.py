@@ -20,12 +20,13 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from loadlib.locust.locust_bounds import HistoryThinner
 from loadlib.locust.parts import Node, NodePart
 from loadlib.metrics import server_metrics as sm
 from loadlib.metrics.summary_types import Summary
 
 MAX_BODY = 16 * 1024 * 1024  # a server's whole /metrics is a few hundred kB; more is not a metrics endpoint
-MAX_SAMPLES = 100_000  # a day of scrapes a second: the oldest are dropped beyond it
+MAX_SAMPLES = 3_600  # scrapes kept for the capacity steps' windows: an hour at 1 s, then evenly thinned
 MEASURE, HOLD = "measure", "hold"  # the capacity part's phases that open and close a step's window
 
 
@@ -54,12 +55,17 @@ def fetch(url: str, timeout_s: float) -> str:
 
 
 class ServerMetricsPart(NodePart):
-    """The master's scraper: its samples (unix time, sample), counts of scrapes that failed and why."""
+    """The master's scraper: the run's figures over every scrape, the scrapes themselves (unix time, sample) for the
+    capacity steps' windows when the run has a capacity search, at most MAX_SAMPLES of them evenly spaced (every
+    other one goes when full, and the interval between those kept doubles), counts of scrapes that failed and why."""
 
     def __init__(self) -> None:
         self.url = ""
         self.interval_s = 1.0
         self.samples: list[tuple[float, sm.ServerSample]] = []
+        self.run = sm.RunFigures()
+        self.thinner = HistoryThinner(MAX_SAMPLES)
+        self.last: sm.ServerSample | None = None
         self.failed = 0
         self.unknown = 0
         self.last_error: str | None = None
@@ -70,6 +76,7 @@ class ServerMetricsPart(NodePart):
         self.close()
         self.ctx, self.url = ctx, str(ctx.options.llm_server_metrics or "")
         self.samples, self.failed, self.unknown, self.last_error = [], 0, 0, None
+        self.run, self.thinner, self.last = sm.RunFigures(), HistoryThinner(MAX_SAMPLES), None
         if not self.url or ctx.is_worker:
             return
         self.interval_s = max(0.1, float(ctx.options.llm_server_metrics_interval))
@@ -96,11 +103,18 @@ class ServerMetricsPart(NodePart):
             self.unknown += 1
             self.last_error = "no metric of vLLM, SGLang, TGI or LiteLLM in the response"
             return
-        previous = self.samples[-1][1] if self.samples else None
-        self.samples.append((at, sample))
-        del self.samples[:-MAX_SAMPLES]
+        previous = self.last
+        self.keep(at, sample)
         gauges = {q: getattr(sample, q) for q in sm.QUANTITIES}
         self.ctx.sinks.server_scrape(sample.source, gauges, sm.ttft_between(previous, [sample]), int(at * 1e9))
+
+    def keep(self, at: float, sample: sm.ServerSample) -> None:
+        """A recognised scrape: into the run's figures, and kept (or thinned away) for the steps' windows."""
+        self.run.add(sample)
+        self.last = sample
+        if getattr(self._capacity(), "marks", None):  # a capacity search has begun: its steps read the scrapes
+            self.samples.append((at, sample))
+            self.thinner.thin(self.samples)
 
     def stop(self, ctx: Node) -> None:
         self.close()
@@ -113,11 +127,11 @@ class ServerMetricsPart(NodePart):
     def summarize(self, summary: Summary) -> None:
         if not self.url or (self.ctx is not None and self.ctx.is_worker):
             return
-        figures = sm.whole(self.samples)
+        figures = self.run.figures()
         total = (summary.get("total") or {}).get("latency_ms", {}).get("ttft") or {}
         summary["server_metrics"] = {
             "url": shown_url(self.url),
-            "source": self.samples[-1][1].source if self.samples else None,
+            "source": self.last.source if self.last is not None else None,
             "interval_s": self.interval_s,
             "scrapes_failed": self.failed,
             "scrapes_unrecognised": self.unknown,

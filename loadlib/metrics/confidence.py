@@ -127,7 +127,9 @@ def _first_rank_at_least(f: Callable[[int], float], lo: int, hi: int, target: fl
     return lo
 
 
-@lru_cache(maxsize=64)  # a table of a p50 of 10 million samples holds ~28,000 doubles: 64 of them stay under 15 MB
+# One interval's search reads one table many times; tables of an n already searched are never read again (the
+# interval is cached): keeping a few bounds what a long run holds (a p50 of 10 million samples: ~28,000 doubles)
+@lru_cache(maxsize=4)
 def _cdf_table(n: int, q: float) -> tuple[int, array[float]]:
     """(start, [F(start), F(start+1), ...]): the CDF over the ranks holding all but ~1e-17 of the mass."""
     mode = min(n, math.floor((n + 1) * q))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -188,8 +188,42 @@ def window(samples: Sequence[tuple[float, ServerSample]], start: float, end: flo
 
 def whole(samples: Sequence[tuple[float, ServerSample]]) -> dict[str, Any]:
     """Every scrape of the run: the gauges over all of them, the TTFT between the first and the last."""
-    scraped = [s for _, s in samples]
-    return {**gauges(scraped), "ttft": ttft_between(scraped[0] if scraped else None, scraped[1:])}
+    run = RunFigures()
+    for _, sample in samples:
+        run.add(sample)
+    return run.figures()
+
+
+@dataclass
+class RunFigures:
+    """`whole` kept as the scrapes come, in constant memory: a run's scrapes need not all be kept for it."""
+
+    scrapes: int = 0
+    sums: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    maxes: dict[str, float] = field(default_factory=dict)
+    first: ServerSample | None = None
+    last: ServerSample | None = None  # the latest after the first with a TTFT histogram
+
+    def add(self, sample: ServerSample) -> None:
+        self.scrapes += 1
+        for q in QUANTITIES:
+            v = getattr(sample, q)
+            if v is not None:
+                self.sums[q] = self.sums.get(q, 0.0) + v
+                self.counts[q] = self.counts.get(q, 0) + 1
+                self.maxes[q] = max(self.maxes.get(q, v), v)
+        if self.first is None:
+            self.first = sample
+        elif sample.ttft is not None:
+            self.last = sample
+
+    def figures(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"scrapes": self.scrapes}
+        for q in QUANTITIES:
+            n = self.counts.get(q, 0)
+            out[q] = {"mean": self.sums[q] / n, "max": self.maxes[q]} if n else None
+        return {**out, "ttft": ttft_between(self.first, [self.last] if self.last is not None else [])}
 
 
 def gauges(scraped: Sequence[ServerSample]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ measuring window's scrapes) beside the step's row."""
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 from types import SimpleNamespace
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from loadlib.locust import server_metrics_part as part_module
 from loadlib.locust.server_metrics_part import ServerMetricsPart, check_url, server_lines, shown_url
+from loadlib.metrics import server_metrics as sm
 from loadlib.mock.engine.metrics import EngineMetrics
 
 
@@ -91,3 +93,25 @@ def test_urls() -> None:
     assert shown_url("https://u:secret@host:9000/m?key=k") == "https://host:9000/m"
     with pytest.raises(ValueError, match="give an http"):
         check_url("vllm:8000/metrics")
+
+
+def test_a_long_run_keeps_its_figures_exact_and_its_scrapes_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three times MAX_SAMPLES scrapes (3 hours at 1 s, here 100 for speed): the run's gauges and TTFT are those of
+    every scrape, the scrapes kept for the steps' windows at most MAX_SAMPLES, evenly spaced from the first."""
+    monkeypatch.setattr(part_module, "MAX_SAMPLES", 100)
+    searching = SimpleNamespace(marks={1: {"warmup": 0.0}})  # a capacity search has begun
+    metrics, part, scrapes = EngineMetrics(), scraper(ctx(searching)), []
+    for at in range(3 * part_module.MAX_SAMPLES):
+        metrics.ttft.observe(0.05 + (at % 7) / 100)
+        sample = sm.parse(metrics.render("m", at % 5, at % 3, (at % 10) / 10).decode())
+        scrapes.append((float(at), sample))
+        part.keep(float(at), sample)
+    assert part.run.figures() == sm.whole(scrapes)
+    assert part.run.figures()["waiting"] == {"mean": 1.0, "max": 2.0} and part.run.scrapes == len(scrapes)
+    kept = [at for at, _ in part.samples]
+    assert len(kept) <= part_module.MAX_SAMPLES and kept[0] == 0.0
+    assert {b - a for a, b in pairwise(kept)} == {4.0}, "every 4th scrape after two thinnings"
+    plain = scraper(ctx(SimpleNamespace(marks={})))  # a run without a capacity search (its part, no step yet)
+    for at, sample in scrapes:
+        plain.keep(at, sample)
+    assert plain.samples == [] and plain.run.figures() == part.run.figures()

@@ -25,9 +25,11 @@ def with_server() -> dict[str, Any]:
             metrics.ttft.observe(t)
         scrapes.append((float(at), sm.parse(metrics.render("m", running, waiting, 0.25).decode())))
     part = ServerMetricsPart()
-    part.url, part.samples = "http://127.0.0.1:8000/metrics", scrapes
     marks = {1: {"measure": 0.5, "hold": 1.5}, 2: {"measure": 1.5, "hold": 2.5}}
     part.ctx = SimpleNamespace(is_worker=False, named=lambda name: SimpleNamespace(marks=marks))
+    part.url = "http://127.0.0.1:8000/metrics"
+    for at, sample in scrapes:
+        part.keep(at, sample)
     result = summary(None)
     part.summarize(result)  # type: ignore[arg-type]
     return result

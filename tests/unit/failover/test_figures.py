@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from loadlib.failover import traffic
 from loadlib.failover.figures import drill_figures, lines, quality_figures, traffic_series
 from loadlib.failover.ledger import Ledger
 from loadlib.histogram import RELATIVE_ERROR
@@ -203,7 +204,7 @@ def test_traffic_series() -> None:
     assert series["t0"] == T0 and series["seconds"] == list(range(46))
     assert sum(series["by_endpoint"]["primary"]) == 10 and sum(series["failed"]["primary"]) == 5
     assert series["by_endpoint"]["secondary"][20] == 2 and series["failed"]["secondary"][20] == 0
-    assert traffic_series(Ledger()) == {"t0": None, "seconds": [], "by_endpoint": {}, "failed": {}}
+    assert traffic_series(Ledger()) == {"t0": None, "step_s": 1, "seconds": [], "by_endpoint": {}, "failed": {}}
 
 
 def test_quality_shares() -> None:
@@ -257,3 +258,37 @@ def test_lines_of_a_failing_and_a_running_drill() -> None:
     )
     assert verdict.startswith("  verdict FAIL: worker w2 never failed over; user errors ")
     assert lines(drill_figures(master_of({"w1": W1}), NONE), {})[2] == "  verdict -: no targets set"
+
+
+def test_a_long_runs_traffic_doubles_its_bins_and_keeps_every_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A master merging a worker's 1-s bins for 4 x MAX_BINS seconds (here 100): the bins double twice, every
+    attempt is still counted, and a drill's shares still hold, placed by the wider bins' midpoints."""
+    monkeypatch.setattr(traffic, "MAX_BINS", 100)
+    master, w = Ledger("master"), Ledger("w1")
+    master.start(T0)
+    w.start(T0)
+    for s in range(400):
+        w.attempt("primary" if s < 300 else "secondary", s % 10 != 0, T0 + s + 0.5)
+        if s % 3 == 0:
+            master.merge("w1", w.ship())
+    master.merge("w1", w.ship())
+    master.drill_started(0, "primary", "error_5xx", T0 + 300.0)
+    series = traffic_series(master)
+    assert series["step_s"] == 4 and series["seconds"] == list(range(0, 400, 4))
+    assert max(len(b) for b in master.traffic.values()) <= 100
+    assert sum(series["by_endpoint"]["primary"]) == 300 and sum(series["failed"]["primary"]) == 30
+    assert sum(series["by_endpoint"]["secondary"]) == 100
+    (fig,) = drill_figures(master, NONE)
+    assert fig["traffic_share"]["before"] == {"primary": 1.0, "secondary": 0.0}
+    assert fig["traffic_share"]["during"] == {"primary": 0.0, "secondary": 1.0}
+
+
+def test_a_long_local_run_bounds_its_own_bins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(traffic, "MAX_BINS", 100)
+    local = Ledger()
+    local.start(T0)
+    for s in range(1000):
+        local.attempt("primary", True, T0 + s + 0.5)
+    series = traffic_series(local)
+    assert series["step_s"] == 16 and len(local.traffic["primary"]) <= 100
+    assert sum(series["by_endpoint"]["primary"]) == 1000
