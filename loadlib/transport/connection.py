@@ -145,12 +145,7 @@ class Response(HTTPResponse):
                 data = self.chunk_lines.feed(data)
             if not data:
                 return  # all of it was a head, or the start of a size line held until it ends
-        try:
-            super().feed(data)
-        except _AfterTheEnd:
-            self.stray = True
-        except HTTPParseError as exc:
-            self._failed(exc)
+        self._parse(data)
 
     def _feed_heads(self, data: bytes) -> bytes:
         """Parse the heads `data` holds or ends (interim 1xx ones, then the final one), each up to its blank line, and

@@ -8,7 +8,9 @@ front (vLLM's case) shows no response cache, though its hits cut TTFT below a te
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from subprocess import CompletedProcess
 from urllib.request import urlopen
 
 import pytest
@@ -49,22 +51,31 @@ def truth_share(recs: list[dict]) -> float | None:
     return round(sum(r["engine"]["cached_tokens"] for r in reached) / whole, 6) if whole else None
 
 
-def test_the_probe_names_what_busts_each_layer_as_the_mocks_keys_say(tmp_path: Path) -> None:
-    cfg = MockConfig(engine="batching", response_cache="+".join(RESPONSE_KEY))
-    summary = tmp_path / "summary.json"
-    thresholds = ("cache_hit_rate{scenario=cache_probe} > 20%", "cache_hit_rate{scenario=cache_probe} > 95%")
+def probe_run(
+    cfg: MockConfig, summary: Path, seconds: int, doc_tokens: int, args: Sequence[str] = ()
+) -> tuple[CompletedProcess, list[dict]]:
+    """A headless run of the cache probe (2 users) against a mock of `cfg`: the process and the mock's truth."""
     with start_subprocess(cfg) as mock:
         p = run(
             locust_cmd(
-                *headless(2, 5),
+                *headless(2, seconds),
                 *("--host", mock.url + "/v1", "--llm-api-key-env", "none", "--llm-summary", str(summary)),
-                *("--cache-probe-doc-tokens", "1024", "--cache-probe-model-alias", "mock-llm-2026"),
-                *(arg for t in thresholds for arg in ("--llm-threshold", t)),
+                *("--cache-probe-doc-tokens", str(doc_tokens), "--cache-probe-model-alias", "mock-llm-2026"),
+                *args,
                 locustfile="locustfiles/cache_probe.py",
             ),
             timeout=60,
         )
         records = json.loads(urlopen(mock.url + "/mock/truth?limit=100000", timeout=10).read())["records"]
+    return p, records
+
+
+def test_the_probe_names_what_busts_each_layer_as_the_mocks_keys_say(tmp_path: Path) -> None:
+    cfg = MockConfig(engine="batching", response_cache="+".join(RESPONSE_KEY))
+    summary = tmp_path / "summary.json"
+    thresholds = ("cache_hit_rate{scenario=cache_probe} > 20%", "cache_hit_rate{scenario=cache_probe} > 95%")
+    args = [arg for t in thresholds for arg in ("--llm-threshold", t)]
+    p, records = probe_run(cfg, summary, seconds=5, doc_tokens=1024, args=args)
     assert p.returncode == 99, p.stderr[-3000:]  # the second threshold fails, as written: exit 99
     s = load(summary)
     probe = s["scenarios"]["cache_probe"]
@@ -102,17 +113,7 @@ def test_without_cache_headers_the_probe_reads_the_response_cache_from_the_answe
     truth's, request for request, and so are the variations it names as busting it."""
     cfg = MockConfig(engine="batching", response_cache=response_cache, response_cache_header="off")
     summary = tmp_path / "summary.json"
-    with start_subprocess(cfg) as mock:
-        p = run(
-            locust_cmd(
-                *headless(2, 6),
-                *("--host", mock.url + "/v1", "--llm-api-key-env", "none", "--llm-summary", str(summary)),
-                *("--cache-probe-doc-tokens", "4096", "--cache-probe-model-alias", "mock-llm-2026"),
-                locustfile="locustfiles/cache_probe.py",
-            ),
-            timeout=60,
-        )
-        records = json.loads(urlopen(mock.url + "/mock/truth?limit=100000", timeout=10).read())["records"]
+    p, records = probe_run(cfg, summary, seconds=6, doc_tokens=4096)
     assert p.returncode == 0, p.stderr[-3000:]
     probe = load(summary)["scenarios"]["cache_probe"]
     names = [v["name"] for v in probe["variations"]]
